@@ -1,0 +1,50 @@
+# maskprior: one binary, built by nvcc with cuBLAS; it trains on the GPU when there is one
+# and on the CPU otherwise.
+#   make            build ./maskprior
+#   make run        the headline experiment: default vs mask init on a Boolean task (TASK=maj3)
+#   make test       every test that needs no GPU (GPU cases skip themselves)
+#   make gpu-check  the GPU tests, a paper-size GPU run and the PyTorch timing (needs a GPU)
+#   make bench      CPU speed against PyTorch on the make-run model
+NVCC      ?= nvcc
+# GPU code: native code for ARCH (90 = H100/H200) plus PTX that newer GPUs can compile
+ARCH      ?= 90
+# an extra include folder (the GPU machine has no Debian packages: doctest and stb go there)
+EXTRA_INCLUDE ?=
+PYTHON    ?= /usr/bin/python3
+TASK      ?= maj3
+
+GENCODE   = -gencode arch=compute_$(ARCH),code=[sm_$(ARCH),compute_$(ARCH)]
+INCLUDES  = -I. $(if $(EXTRA_INCLUDE),-I$(EXTRA_INCLUDE))
+NVCCFLAGS = -O3 -std=c++17 $(GENCODE) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march=native,-Wall,-Wno-parentheses \
+            -diag-suppress 177,550
+LDLIBS    = -lcublas -lgomp
+HEADERS   = $(wildcard *.cuh *.h tasks/*.h)
+
+.PHONY: all run test gpu-check bench deps clean
+
+all: maskprior
+
+maskprior: main.cu $(HEADERS)
+	$(NVCC) $(NVCCFLAGS) -o $@ main.cu $(LDLIBS)
+
+tests/unit_tests: $(wildcard tests/*.cu tests/*.h) $(HEADERS)
+	$(NVCC) $(NVCCFLAGS) -o $@ tests/unit_tests.cu $(LDLIBS)
+
+# Debian packages the build and the tests need, installed when missing
+deps:
+	@sh tools/install-deps.sh
+
+run: deps maskprior
+	@sh experiments/headline.sh $(TASK)
+
+test: deps maskprior tests/unit_tests
+	@sh tests/run_all.sh
+
+gpu-check:
+	@sh tests/gpu_check.sh
+
+bench: deps maskprior
+	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} $(PYTHON) tools/bench.py
+
+clean:
+	rm -f maskprior tests/unit_tests

@@ -1,0 +1,97 @@
+// checkpoint.cuh: the model's half of DESIGN.md section 6, on top of safetensors.cuh.
+//   checkpoint_save: every parameter under its PyTorch-style name, the AdamW moments as
+//                    "opt.m.<name>" / "opt.v.<name>", and the config in __metadata__;
+//   checkpoint_load: the reverse, refusing a file whose shapes differ from the config;
+//   dump_state:      parameters, one batch, its loss and every gradient ("grad.<name>"),
+//                    so an outside reference (tests/torch_reference.py) can check the backward.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+#include "model.cuh"
+#include "safetensors.cuh"
+
+// Adds every tensor slice of the flat buffer `flat` (host copy) under prefix + its name.
+inline void add_tensors(StFile& file, const Model& model, const std::vector<float>& flat, const std::string& prefix) {
+    for (const TensorInfo& info : model.layout) {
+        if (info.numel == 0) continue;
+        for (int l = 0; l < (info.per_layer ? model.cfg.L : 1); l++)
+            file.add(prefix + tensor_name(info, l), info.shape, flat.data() + info.offset + l * info.numel);
+    }
+}
+
+inline std::vector<float> download(const Model& model, const float* buffer) {
+    std::vector<float> host(model.num_params);
+    buffer_copy(host.data(), DEVICE_CPU, buffer, model.dev, model.num_params);
+    return host;
+}
+
+inline std::map<std::string, std::string> config_metadata(const Config& c) {
+    const char* mask = c.mask_heads == 0 ? "none" : c.mask_heads == 1 ? "layer" : "head";
+    return {{"width", std::to_string(c.C)},     {"layers", std::to_string(c.L)},
+            {"heads", std::to_string(c.NH)},    {"head_size", std::to_string(c.HS)},
+            {"mlp", std::to_string(c.MLP)},     {"seq_len", std::to_string(c.T)},
+            {"vocab", std::to_string(c.V)},     {"out", std::to_string(c.OUT)},
+            {"mask", mask},                     {"causal", c.causal ? "1" : "0"},
+            {"head_type", c.head == HEAD_REGRESSION ? "regression" : "class"}};
+}
+
+// extra: task, init, seed, step, ... (strings) added to the metadata.
+inline void checkpoint_save(const std::string& path, const Model& model, std::map<std::string, std::string> extra) {
+    StFile file;
+    file.metadata = config_metadata(model.cfg);
+    file.metadata.insert(extra.begin(), extra.end());
+    file.metadata["adam_t"] = std::to_string(model.adam_t);
+    add_tensors(file, model, download(model, model.params_mem), "");
+    add_tensors(file, model, download(model, model.m_mem), "opt.m.");
+    add_tensors(file, model, download(model, model.v_mem), "opt.v.");
+    safetensors_write(path, file);
+}
+
+// Loads parameters and optimizer state into a built model; returns the file's metadata.
+inline std::map<std::string, std::string> checkpoint_load(const std::string& path, Model& model) {
+    StFile file = safetensors_read(path);
+    for (const auto& [key, want] : config_metadata(model.cfg)) {
+        auto it = file.metadata.find(key);
+        if (it == file.metadata.end()) fail("%s: metadata has no '%s'", path.c_str(), key.c_str());
+        if (it->second != want)
+            fail("%s was saved with %s=%s, but this run has %s=%s", path.c_str(), key.c_str(), it->second.c_str(),
+                 key.c_str(), want.c_str());
+    }
+    float* buffers[3] = {model.params_mem, model.m_mem, model.v_mem};
+    const char* prefixes[3] = {"", "opt.m.", "opt.v."};
+    std::vector<float> host(model.num_params);
+    for (int k = 0; k < 3; k++) {
+        for (const TensorInfo& info : model.layout) {
+            if (info.numel == 0) continue;
+            for (int l = 0; l < (info.per_layer ? model.cfg.L : 1); l++) {
+                std::string name = prefixes[k] + tensor_name(info, l);
+                const StTensor* t = file.find(name);
+                if (!t) fail("%s: tensor %s is missing", path.c_str(), name.c_str());
+                if (t->shape != info.shape) fail("%s: tensor %s has the wrong shape", path.c_str(), name.c_str());
+                memcpy(host.data() + info.offset + l * info.numel, t->data.data(), info.numel * sizeof(float));
+            }
+        }
+        buffer_copy(buffers[k], model.dev, host.data(), DEVICE_CPU, model.num_params);
+    }
+    auto it = file.metadata.find("adam_t");
+    if (it == file.metadata.end()) fail("%s: metadata has no 'adam_t'", path.c_str());
+    model.adam_t = atoi(it->second.c_str());
+    return file.metadata;
+}
+
+// After model_forward + model_backward on one batch: write what a reference needs to redo it.
+inline void dump_state(const std::string& path, const Model& model, const std::vector<int>& tokens,
+                       const std::vector<float>& targets, int rows, float loss,
+                       std::map<std::string, std::string> extra) {
+    StFile file;
+    file.metadata = config_metadata(model.cfg);
+    file.metadata.insert(extra.begin(), extra.end());
+    add_tensors(file, model, download(model, model.params_mem), "");
+    add_tensors(file, model, download(model, model.grads_mem), "grad.");
+    std::vector<float> inputs(tokens.begin(), tokens.end());  // token ids as float32
+    file.add("batch.inputs", {rows, model.cfg.T}, inputs.data());
+    file.add("batch.targets", {rows}, targets.data());
+    file.add("loss", {1}, &loss);
+    safetensors_write(path, file);
+}

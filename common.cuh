@@ -1,0 +1,163 @@
+// common.cuh: the small things every other file leans on.
+//   - fail(): the one way the program reports bad input (one line, exit code 2)
+//   - cudaCheck / cublasCheck: CUDA errors are bugs, not input; they abort with file:line
+//   - Device: where a buffer lives and where a layer runs (CPU loops or CUDA kernels)
+//   - buffer helpers that allocate, clear and copy on either device
+//   - Rng: a seeded xorshift64* generator (uniform and normal), so a seed fixes everything
+//   - wall-clock timing
+#pragma once
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cerrno>
+#include <cmath>
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <cuda_runtime.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include <cublas_v2.h>
+
+// ----------------------------------------------------------------------------
+// errors
+
+// Bad input from the user (flags, files, shapes): one line on stderr, exit code 2.
+[[noreturn]] inline void fail(const char* fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    fprintf(stderr, "maskprior: error: ");
+    vfprintf(stderr, fmt, args);
+    fprintf(stderr, "\n");
+    va_end(args);
+    exit(2);
+}
+
+inline void cuda_check(cudaError_t err, const char* file, int line) {
+    if (err != cudaSuccess) {
+        fprintf(stderr, "maskprior: CUDA error at %s:%d: %s\n", file, line, cudaGetErrorString(err));
+        exit(1);
+    }
+}
+#define cudaCheck(err) cuda_check((err), __FILE__, __LINE__)
+
+inline void cublas_check(cublasStatus_t status, const char* file, int line) {
+    if (status != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "maskprior: cuBLAS error %d at %s:%d\n", (int)status, file, line);
+        exit(1);
+    }
+}
+#define cublasCheck(status) cublas_check((status), __FILE__, __LINE__)
+
+// ----------------------------------------------------------------------------
+// devices
+
+enum Device { DEVICE_CPU = 0, DEVICE_GPU = 1 };
+
+// Number of usable CUDA devices; 0 when there is no driver or no GPU (never an error).
+inline int gpu_count() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();  // clear the sticky "no device" error
+        return 0;
+    }
+    return n;
+}
+
+// The one cuBLAS handle of the process, created on first use (GPU runs only).
+inline cublasHandle_t& cublas_handle() {
+    static cublasHandle_t handle = nullptr;
+    if (!handle) {
+        cublasCheck(cublasCreate(&handle));
+        // fp32 by default: no TF32 unless --tf32 asks for it (see set_tf32)
+        cublasCheck(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH));
+    }
+    return handle;
+}
+
+inline void set_tf32(bool on) {
+    cublasCheck(cublasSetMathMode(cublas_handle(), on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+}
+
+// ----------------------------------------------------------------------------
+// buffers on either device
+
+inline float* buffer_alloc(Device dev, size_t count) {
+    float* p = nullptr;
+    if (dev == DEVICE_GPU) {
+        cudaCheck(cudaMalloc(&p, count * sizeof(float)));
+    } else {
+        p = (float*)malloc(count * sizeof(float));
+        if (!p) fail("out of memory allocating %zu floats", count);
+    }
+    return p;
+}
+
+inline void buffer_free(Device dev, float* p) {
+    if (dev == DEVICE_GPU) cudaCheck(cudaFree(p));
+    else free(p);
+}
+
+inline void buffer_zero(Device dev, float* p, size_t count) {
+    if (dev == DEVICE_GPU) cudaCheck(cudaMemset(p, 0, count * sizeof(float)));
+    else memset(p, 0, count * sizeof(float));
+}
+
+// Copies count floats between two buffers, each on its own device.
+inline void buffer_copy(float* dst, Device dst_dev, const float* src, Device src_dev, size_t count) {
+    if (dst_dev == DEVICE_CPU && src_dev == DEVICE_CPU) { memcpy(dst, src, count * sizeof(float)); return; }
+    cudaMemcpyKind kind = dst_dev == DEVICE_GPU ? (src_dev == DEVICE_GPU ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+                                                : cudaMemcpyDeviceToHost;
+    cudaCheck(cudaMemcpy(dst, src, count * sizeof(float), kind));
+}
+
+inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// ----------------------------------------------------------------------------
+// random numbers: xorshift64*, uniform in [0,1) from the top 24 bits, normal by Box-Muller
+
+struct Rng {
+    uint64_t state;
+    explicit Rng(uint64_t seed) : state(seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull) {
+        if (state == 0) state = 1;
+        for (int i = 0; i < 4; i++) next_u64();  // decorrelate nearby seeds
+    }
+    uint64_t next_u64() {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        return state * 0x2545F4914F6CDD1Dull;
+    }
+    float uniform() { return (float)(next_u64() >> 40) / 16777216.0f; }
+    float uniform(float lo, float hi) { return lo + (hi - lo) * uniform(); }
+    int below(int n) { return (int)(next_u64() % (uint64_t)n); }
+    float normal() {
+        float u1 = uniform(), u2 = uniform();
+        if (u1 < 1e-12f) u1 = 1e-12f;
+        return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530718f * u2);
+    }
+};
+
+// Fisher-Yates shuffle of 0..n-1.
+inline void random_permutation(int* out, int n, Rng& rng) {
+    for (int i = 0; i < n; i++) out[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = rng.below(i + 1);
+        int t = out[i]; out[i] = out[j]; out[j] = t;
+    }
+}
+
+// ----------------------------------------------------------------------------
+// timing
+
+inline double now_seconds() {
+    using namespace std::chrono;
+    return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+inline void device_sync(Device dev) {
+    if (dev == DEVICE_GPU) cudaCheck(cudaDeviceSynchronize());
+}

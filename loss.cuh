@@ -1,0 +1,116 @@
+// loss.cuh: the two losses at the top of the model. Each writes one loss per row; the
+// model averages them on the host in a fixed order, so the loss is reproducible.
+// Targets are floats: a value for regression, a class id for cross-entropy.
+#pragma once
+#include "common.cuh"
+
+// ----------------------------------------------------------------------------
+// Mean squared error on a scalar prediction per row:
+//   losses[n] = (pred[n] - y[n])^2,   L = sum_n losses[n] / N
+// backward: dpred[n] += 2 (pred[n] - y[n]) / N
+
+template <typename F>
+void mse_forward_cpu(F* losses, const F* pred, const float* targets, int N) {  // losses, pred, targets (N)
+    for (int n = 0; n < N; n++) losses[n] = (pred[n] - F(targets[n])) * (pred[n] - F(targets[n]));
+}
+
+template <typename F>
+void mse_backward_cpu(F* dpred, const F* pred, const float* targets, int N) {  // dpred, pred, targets (N)
+    for (int n = 0; n < N; n++) dpred[n] += F(2) * (pred[n] - F(targets[n])) / F(N);
+}
+
+__global__ void mse_forward_kernel1(float* losses, const float* pred, const float* targets, int N) {
+    int n = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n < N) losses[n] = (pred[n] - targets[n]) * (pred[n] - targets[n]);
+}
+
+__global__ void mse_backward_kernel1(float* dpred, const float* pred, const float* targets, int N) {
+    int n = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n < N) dpred[n] += 2.0f * (pred[n] - targets[n]) / (float)N;
+}
+
+inline void mse_forward(Device dev, float* losses, const float* pred, const float* targets, int N) {
+    if (dev == DEVICE_CPU) return mse_forward_cpu(losses, pred, targets, N);
+    mse_forward_kernel1<<<ceil_div(N, 256), 256>>>(losses, pred, targets, N);
+    cudaCheck(cudaGetLastError());
+}
+
+inline void mse_backward(Device dev, float* dpred, const float* pred, const float* targets, int N) {
+    if (dev == DEVICE_CPU) return mse_backward_cpu(dpred, pred, targets, N);
+    mse_backward_kernel1<<<ceil_div(N, 256), 256>>>(dpred, pred, targets, N);
+    cudaCheck(cudaGetLastError());
+}
+
+// ----------------------------------------------------------------------------
+// Softmax cross-entropy over V classes per row, on the rows that count:
+//   p = softmax(logits[n,:]),  losses[n] = -log p[y_n] * w_n,   L = sum_n losses[n] / count
+//   w_n = row_weight[n] (0 or 1; nullptr means every row counts), count = sum_n w_n
+// backward: dlogits[n,v] += (p[v] - [v == y_n]) * w_n / count
+
+template <typename F>
+void crossentropy_forward_cpu(F* losses, F* probs, const F* logits, const float* targets,
+                              const float* row_weight, int N, int V) {
+    // losses (N), probs (N,V), logits (N,V), targets (N), row_weight (N) or nullptr
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const F* z = logits + (size_t)n * V;
+        F* p = probs + (size_t)n * V;
+        F zmax = z[0];
+        for (int v = 1; v < V; v++) zmax = z[v] > zmax ? z[v] : zmax;
+        F sum = 0;
+        for (int v = 0; v < V; v++) { p[v] = std::exp(z[v] - zmax); sum += p[v]; }
+        for (int v = 0; v < V; v++) p[v] /= sum;
+        F w = row_weight ? F(row_weight[n]) : F(1);
+        losses[n] = -std::log(p[(int)targets[n]]) * w;
+    }
+}
+
+template <typename F>
+void crossentropy_backward_cpu(F* dlogits, const F* probs, const float* targets, const float* row_weight,
+                               float count, int N, int V) {
+    // dlogits (N,V), probs (N,V), targets (N), row_weight (N) or nullptr
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        F scale = (row_weight ? F(row_weight[n]) : F(1)) / F(count);
+        for (int v = 0; v < V; v++)
+            dlogits[(size_t)n * V + v] += (probs[(size_t)n * V + v] - F(v == (int)targets[n])) * scale;
+    }
+}
+
+__global__ void crossentropy_forward_kernel1(float* losses, float* probs, const float* logits,
+                                             const float* targets, const float* row_weight, int N, int V) {
+    int n = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per row
+    if (n >= N) return;
+    const float* z = logits + (size_t)n * V;
+    float* p = probs + (size_t)n * V;
+    float zmax = z[0];
+    for (int v = 1; v < V; v++) zmax = fmaxf(zmax, z[v]);
+    float sum = 0;
+    for (int v = 0; v < V; v++) { p[v] = expf(z[v] - zmax); sum += p[v]; }
+    for (int v = 0; v < V; v++) p[v] /= sum;
+    float w = row_weight ? row_weight[n] : 1.0f;
+    losses[n] = -logf(p[(int)targets[n]]) * w;
+}
+
+__global__ void crossentropy_backward_kernel1(float* dlogits, const float* probs, const float* targets,
+                                              const float* row_weight, float count, int N, int V) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;  // over N*V
+    if (idx >= N * V) return;
+    int n = idx / V, v = idx % V;
+    float scale = (row_weight ? row_weight[n] : 1.0f) / count;
+    dlogits[idx] += (probs[idx] - (v == (int)targets[n] ? 1.0f : 0.0f)) * scale;
+}
+
+inline void crossentropy_forward(Device dev, float* losses, float* probs, const float* logits,
+                                 const float* targets, const float* row_weight, int N, int V) {
+    if (dev == DEVICE_CPU) return crossentropy_forward_cpu(losses, probs, logits, targets, row_weight, N, V);
+    crossentropy_forward_kernel1<<<ceil_div(N, 256), 256>>>(losses, probs, logits, targets, row_weight, N, V);
+    cudaCheck(cudaGetLastError());
+}
+
+inline void crossentropy_backward(Device dev, float* dlogits, const float* probs, const float* targets,
+                                  const float* row_weight, float count, int N, int V) {
+    if (dev == DEVICE_CPU) return crossentropy_backward_cpu(dlogits, probs, targets, row_weight, count, N, V);
+    crossentropy_backward_kernel1<<<ceil_div(N * V, 256), 256>>>(dlogits, probs, targets, row_weight, count, N, V);
+    cudaCheck(cudaGetLastError());
+}

@@ -1,0 +1,298 @@
+// main.cu: the maskprior program. Command line, task choice, the training loop, evaluation
+// and reports. No math lives here: the model, its layers and the tasks do that.
+#include <sys/stat.h>
+#include <cerrno>
+#include <fstream>
+#include <memory>
+#include "checkpoint.cuh"
+#include "init.cuh"
+#include "options.h"
+#include "tasks/boolean.h"
+
+static std::unique_ptr<Task> make_task(const std::string& name) {
+    if (name == "2parity" || name == "maj3" || name == "cyclic3") return std::make_unique<BooleanTask>(name);
+    fail("unknown task '%s' (choose 2parity, maj3 or cyclic3)", name.c_str());
+}
+
+static void make_dirs(const std::string& path) {  // mkdir -p
+    for (size_t i = 1; i <= path.size(); i++) {
+        if (i < path.size() && path[i] != '/') continue;
+        std::string prefix = path.substr(0, i);
+        if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) fail("cannot create folder %s", prefix.c_str());
+    }
+}
+
+static std::string device_name(Device dev) {
+    if (dev == DEVICE_GPU) {
+        cudaDeviceProp prop;
+        cudaCheck(cudaGetDeviceProperties(&prop, 0));
+        return std::string(prop.name) + " (CUDA)";
+    }
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line, model = "CPU";
+    while (std::getline(cpuinfo, line))
+        if (line.rfind("model name", 0) == 0) { model = line.substr(line.find(':') + 2); break; }
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    return model + ", " + std::to_string(threads) + " threads (CPU)";
+}
+
+static std::string format_duration(double seconds) {
+    char buf[32];
+    int s = (int)(seconds + 0.5);
+    if (s >= 3600) snprintf(buf, sizeof buf, "%dh%02dm", s / 3600, s / 60 % 60);
+    else if (s >= 60) snprintf(buf, sizeof buf, "%dm%02ds", s / 60, s % 60);
+    else snprintf(buf, sizeof buf, "%ds", s);
+    return buf;
+}
+
+// ----------------------------------------------------------------------------
+// batches
+
+struct Batch {
+    std::vector<int> tokens;     // (rows, T)
+    std::vector<float> targets;  // (rows)
+    int rows = 0;
+};
+
+// The training batch of step `step`: examples step*B .. step*B+B-1 of the seeded epoch order.
+static void training_batch(const Task& task, EpochOrder& order, int64_t step, int B, Batch& batch) {
+    batch.rows = B;
+    batch.tokens.resize((size_t)B * task.seq_len);
+    batch.targets.resize(B);
+    for (int b = 0; b < B; b++)
+        task.train_example(order.example(step * B + b), &batch.tokens[(size_t)b * task.seq_len], &batch.targets[b]);
+}
+
+// ----------------------------------------------------------------------------
+// evaluation: the model's outputs on every evaluation example, the task's metrics, and the
+// prior mass of each layer (mean attention on G-allowed keys) over the same examples
+
+struct Evaluation {
+    Metrics metrics;
+    std::vector<double> prior_mass;  // (L)
+    double loss = 0;
+};
+
+static Evaluation evaluate(Model& model, const Task& task, const std::vector<float>& G) {
+    const Config& c = model.cfg;
+    const int n = task.eval_size();
+    std::vector<float> outputs((size_t)n * c.OUT);
+    std::vector<float> att((size_t)model.B * c.NH * c.T * c.T);
+    Evaluation ev;
+    ev.prior_mass.assign(c.L, 0.0);
+    Batch batch;
+    batch.tokens.resize((size_t)model.B * c.T);
+    batch.targets.resize(model.B);
+    for (int start = 0; start < n; start += model.B) {
+        int rows = std::min(model.B, n - start);
+        for (int r = 0; r < rows; r++)
+            task.eval_example(start + r, &batch.tokens[(size_t)r * c.T], &batch.targets[r]);
+        ev.loss += model_forward(model, batch.tokens.data(), batch.targets.data(), rows) * rows;
+        Activations a = model_activations(model, rows);
+        buffer_copy(outputs.data() + (size_t)start * c.OUT, DEVICE_CPU, a.logits, model.dev, (size_t)rows * c.OUT);
+        for (int l = 0; l < c.L; l++) {
+            size_t per_layer = (size_t)rows * c.NH * c.T * c.T;
+            buffer_copy(att.data(), DEVICE_CPU, a.att + l * per_layer, model.dev, per_layer);
+            ev.prior_mass[l] += attention_prior_mass(att.data(), G.data(), rows, c.NH, c.T) * rows;
+        }
+    }
+    for (double& m : ev.prior_mass) m /= n;
+    ev.loss /= n;
+    ev.metrics = task.evaluate(outputs);
+    return ev;
+}
+
+static nlohmann::ordered_json evaluation_json(const Evaluation& ev) {
+    nlohmann::ordered_json j;
+    j["eval_loss"] = ev.loss;
+    for (const auto& [key, value] : ev.metrics) j[key] = value;
+    j["prior_mass"] = ev.prior_mass;
+    return j;
+}
+
+static void print_evaluation(int step, const Evaluation& ev) {
+    printf("eval  step %6d | loss %.5f |", step, ev.loss);
+    for (const auto& [key, value] : ev.metrics) printf(" %s %.4f", key.c_str(), value);
+    printf(" | prior_mass");
+    for (double m : ev.prior_mass) printf(" %.3f", m);
+    printf("\n");
+    fflush(stdout);
+}
+
+// ----------------------------------------------------------------------------
+// the program
+
+int main(int argc, char** argv) {
+    Options opt = parse_options(argc, argv);
+    std::unique_ptr<Task> task = make_task(opt.task);
+
+    // device
+    int gpus = gpu_count();
+    if (opt.device == "cuda" && gpus == 0) fail("--device cuda, but no CUDA GPU is available");
+    Device dev = (opt.device == "cuda" || (opt.device == "auto" && gpus > 0)) ? DEVICE_GPU : DEVICE_CPU;
+    if (dev == DEVICE_GPU) set_tf32(opt.tf32);
+    printf("maskprior: training on the %s: %s\n", dev == DEVICE_GPU ? "GPU" : "CPU (no GPU in use)",
+           device_name(dev).c_str());
+
+    // config and model
+    Config cfg;
+    cfg.V = task->vocab;
+    cfg.T = task->seq_len;
+    cfg.C = opt.width;
+    cfg.L = opt.layers;
+    cfg.NH = opt.heads;
+    cfg.HS = opt.head_size;
+    cfg.MLP = opt.mlp;
+    cfg.OUT = task->outputs;
+    cfg.head = task->outputs == 1 ? HEAD_REGRESSION : HEAD_CLASS;
+    cfg.mask_heads = opt.init == "mask" ? (opt.mask_per_head ? cfg.NH : 1) : 0;
+    cfg.causal = opt.causal;
+    const int B = opt.batch;
+    const int train_n = task->train_size();
+    const int64_t steps = opt.epochs > 0 ? (int64_t)std::ceil(opt.epochs * train_n / B) : opt.steps;
+    if (steps <= 0) fail("the run has no steps (--steps %lld, --epochs %g)", (long long)opt.steps, opt.epochs);
+
+    Model model;
+    model_build(model, cfg, dev, B);
+    model.adam.lr = opt.lr;
+    model.weight_decay = opt.wd;
+    model.mask_weight_decay = opt.mask_wd;
+
+    const std::vector<float> G = task->structure();
+    {
+        std::vector<float> host(model.num_params);
+        Rng rng(opt.seed);
+        init_default(cfg, host.data(), rng);
+        if (opt.init == "mask") init_mask_from_structure(cfg, host.data(), G, opt.mask_c);
+        buffer_copy(model.params_mem, dev, host.data(), DEVICE_CPU, model.num_params);
+    }
+    int64_t start_step = 0;
+    if (!opt.resume.empty()) {
+        auto meta = checkpoint_load(opt.resume, model);
+        if (meta["task"] != opt.task || meta["init"] != opt.init || meta["seed"] != std::to_string(opt.seed))
+            fail("%s is a checkpoint of task=%s init=%s seed=%s; this run asks for task=%s init=%s seed=%llu",
+                 opt.resume.c_str(), meta["task"].c_str(), meta["init"].c_str(), meta["seed"].c_str(),
+                 opt.task.c_str(), opt.init.c_str(), (unsigned long long)opt.seed);
+        start_step = atoll(meta["step"].c_str());
+        if (start_step > steps) fail("%s is at step %lld, past --steps %lld", opt.resume.c_str(),
+                                     (long long)start_step, (long long)steps);
+    }
+    std::map<std::string, std::string> run_meta = {
+        {"task", opt.task}, {"init", opt.init}, {"seed", std::to_string(opt.seed)}};
+
+    EpochOrder order(opt.seed, train_n);
+    Batch batch;
+    if (!opt.dump_state.empty()) {  // one forward/backward on the first batch, written out, then stop
+        training_batch(*task, order, start_step, B, batch);
+        float loss = model_forward(model, batch.tokens.data(), batch.targets.data(), B);
+        model_zero_grad(model);
+        model_backward(model, B);
+        run_meta["step"] = std::to_string(start_step);
+        dump_state(opt.dump_state, model, batch.tokens, batch.targets, B, loss, run_meta);
+        printf("wrote %s (loss %.6f)\n", opt.dump_state.c_str(), loss);
+        return 0;
+    }
+
+    const std::string out_dir = opt.out.empty() ? "runs/" + opt.task + "-" + opt.init + "-s" +
+                                                      std::to_string(opt.seed) : opt.out;
+    make_dirs(out_dir);
+    const std::string save_path = opt.save.empty() ? out_dir + "/model.safetensors" : opt.save;
+    std::ofstream log(out_dir + "/log.jsonl", start_step > 0 ? std::ios::app : std::ios::trunc);
+    if (!log) fail("cannot write %s/log.jsonl", out_dir.c_str());
+
+    // startup table
+    double mb = 1.0 / (1 << 20);
+    printf("+------------------+----------------------------------------------+\n");
+    printf("| task             | %-44s |\n", (opt.task + " (train " + std::to_string(train_n) + ", eval " +
+                                                std::to_string(task->eval_size()) + ")").c_str());
+    printf("| init             | %-44s |\n", (opt.init + (cfg.mask_heads ? (cfg.mask_heads == 1 ?
+             ", mask shared by heads, c = " : ", mask per head, c = ") + std::to_string(opt.mask_c).substr(0, 4)
+             : std::string(""))).c_str());
+    printf("| model            | %-44s |\n", ("C " + std::to_string(cfg.C) + " L " + std::to_string(cfg.L) +
+             " NH " + std::to_string(cfg.NH) + " HS " + std::to_string(cfg.HS) + " MLP " + std::to_string(cfg.MLP) +
+             " T " + std::to_string(cfg.T) + (cfg.causal ? " causal" : "")).c_str());
+    printf("| parameters       | %-44zu |\n", model.num_params);
+    printf("| optimizer        | AdamW lr %-9g wd %-9g mask wd %-9g |\n", opt.lr, opt.wd, opt.mask_wd);
+    printf("| batch, steps     | %-44s |\n", (std::to_string(B) + ", " + std::to_string(steps) + " (from " +
+                                              std::to_string(start_step) + ")").c_str());
+    printf("| seed             | %-44llu |\n", (unsigned long long)opt.seed);
+    printf("| memory           | params+grads+adam %.2f MB, activations %.2f MB |\n",
+           4.0 * model.num_params * sizeof(float) * mb, 2.0 * model.num_acts * sizeof(float) * mb);
+    printf("| run folder       | %-44s |\n", out_dir.c_str());
+    printf("+------------------+----------------------------------------------+\n");
+    fflush(stdout);
+
+    // training
+    const int64_t log_every = opt.log_every > 0 ? opt.log_every : std::max<int64_t>(1, steps / 10);
+    const int64_t eval_every = opt.eval_every > 0 ? opt.eval_every : steps;
+    double t_start = now_seconds(), t_window = t_start;
+    int64_t window_steps = 0;
+    float loss = 0;
+    Evaluation ev;
+    if (start_step == 0) {
+        ev = evaluate(model, *task, G);
+        print_evaluation(0, ev);
+        nlohmann::ordered_json j = {{"step", 0}, {"loss", nullptr}};
+        j.update(evaluation_json(ev));
+        log << j.dump() << "\n" << std::flush;
+        t_window = now_seconds();
+    }
+    for (int64_t step = start_step; step < steps; step++) {
+        training_batch(*task, order, step, B, batch);
+        loss = model_forward(model, batch.tokens.data(), batch.targets.data(), B);
+        if (!std::isfinite(loss)) fail("the loss became %f at step %lld: lower --lr?", loss, (long long)step);
+        model_zero_grad(model);
+        model_backward(model, B);
+        model_update(model);
+        window_steps++;
+        int64_t done = step + 1;
+        if (done % log_every == 0 || done == steps) {
+            device_sync(dev);
+            double now = now_seconds(), ms = 1000 * (now - t_window) / window_steps;
+            printf("step %6lld/%lld | loss %.6f | %7.2f ms/step | %7.1f steps/s | ETA %s\n", (long long)done,
+                   (long long)steps, loss, ms, 1000 / ms, format_duration((steps - done) * ms / 1000).c_str());
+            fflush(stdout);
+            t_window = now;
+            window_steps = 0;
+        }
+        if (done % eval_every == 0 || done == steps) {
+            ev = evaluate(model, *task, G);
+            print_evaluation((int)done, ev);
+            nlohmann::ordered_json j = {{"step", done}, {"loss", loss}};
+            j.update(evaluation_json(ev));
+            log << j.dump() << "\n" << std::flush;
+            t_window = now_seconds();  // evaluation time is not training time
+            window_steps = 0;
+        }
+    }
+    double seconds = now_seconds() - t_start;
+
+    run_meta["step"] = std::to_string(steps);
+    checkpoint_save(save_path, model, run_meta);
+
+    nlohmann::ordered_json metrics = {{"task", opt.task}, {"init", opt.init}, {"seed", opt.seed},
+                                      {"steps", steps},   {"device", device_name(dev)}, {"seconds", seconds},
+                                      {"final_loss", loss}};
+    metrics.update(evaluation_json(ev));
+    std::string metrics_path = out_dir + "/metrics.json", tmp = metrics_path + ".tmp";
+    {
+        std::ofstream f(tmp);
+        f << metrics.dump(2) << "\n";
+        if (!f) fail("cannot write %s", tmp.c_str());
+    }
+    if (rename(tmp.c_str(), metrics_path.c_str()) != 0) fail("cannot write %s", metrics_path.c_str());
+
+    printf("+------------------+------------+\n");
+    printf("| final metric     | value      |\n");
+    printf("+------------------+------------+\n");
+    for (const auto& [key, value] : ev.metrics) printf("| %-16s | %10.4f |\n", key.c_str(), value);
+    for (int l = 0; l < cfg.L; l++) printf("| prior_mass[%d]    | %10.4f |\n", l, ev.prior_mass[l]);
+    printf("| seconds          | %10.1f |\n", seconds);
+    printf("+------------------+------------+\n");
+    printf("wrote %s/metrics.json, %s/log.jsonl, %s\n", out_dir.c_str(), out_dir.c_str(), save_path.c_str());
+    model_free(model);
+    return 0;
+}

@@ -1,0 +1,115 @@
+// matmul.cuh: the linear layer, PyTorch layout (weight is (OC, C)).
+//   out[n,o] = sum_c inp[n,c] * weight[o,c] + bias[o]          out = inp W^T + b
+// backward, quoting the forward line:
+//   dinp[n,c]   += sum_o dout[n,o] * weight[o,c]                dinp += dout W
+//   dweight[o,c] += sum_n dout[n,o] * inp[n,c]                  dW   += dout^T inp
+//   dbias[o]    += sum_n dout[n,o]
+// CPU: plain loops (the reference the tests use). GPU: cuBLAS, with the row-major
+// reasoning written out once below, and a small kernel for the bias gradient.
+// bias may be nullptr (no bias), and so may dbias.
+#pragma once
+#include "common.cuh"
+
+template <typename F>
+void matmul_forward_cpu(F* out, const F* inp, const F* weight, const F* bias, int N, int C, int OC) {
+    // out (N,OC), inp (N,C), weight (OC,C), bias (OC)
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const F* x = inp + (size_t)n * C;
+        for (int o = 0; o < OC; o++) {
+            const F* w = weight + (size_t)o * C;
+            F sum = bias ? bias[o] : F(0);
+            #pragma omp simd reduction(+ : sum)
+            for (int c = 0; c < C; c++) sum += x[c] * w[c];
+            out[(size_t)n * OC + o] = sum;
+        }
+    }
+}
+
+template <typename F>
+void matmul_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
+                         int N, int C, int OC) {
+    // dinp (N,C), dweight (OC,C), dbias (OC), dout (N,OC), inp (N,C), weight (OC,C)
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        F* dx = dinp + (size_t)n * C;
+        for (int o = 0; o < OC; o++) {
+            F g = dout[(size_t)n * OC + o];
+            const F* w = weight + (size_t)o * C;
+            #pragma omp simd
+            for (int c = 0; c < C; c++) dx[c] += g * w[c];
+        }
+    }
+    // each thread owns whole rows of dweight and sums over n in order: deterministic
+    #pragma omp parallel for
+    for (int o = 0; o < OC; o++) {
+        F* dw = dweight + (size_t)o * C;
+        F db = 0;
+        for (int n = 0; n < N; n++) {
+            F g = dout[(size_t)n * OC + o];
+            const F* x = inp + (size_t)n * C;
+            db += g;
+            #pragma omp simd
+            for (int c = 0; c < C; c++) dw[c] += g * x[c];
+        }
+        if (dbias) dbias[o] += db;
+    }
+}
+
+// ---- GPU ----
+// cuBLAS is column-major. A row-major (R, K) matrix is, read column-major, its transpose
+// (K, R) with leading dimension K. So every row-major product P = X Y is computed as the
+// column-major product P^T = Y^T X^T, with Y^T and X^T being just the buffers as they are:
+//   out = inp W^T      ->  out^T (OC,N) = W (OC,C) inp^T (C,N):  gemm(T, N, OC, N, C, W, C, inp, C, out, OC)
+//   dinp = dout W      ->  dinp^T (C,N) = W^T (C,OC) dout^T:     gemm(N, N, C, N, OC, W, C, dout, OC, dinp, C)
+//   dW = dout^T inp    ->  dW^T (C,OC) = inp^T (C,N) dout (N,OC): gemm(N, T, C, OC, N, inp, C, dout, OC, dW, C)
+
+__global__ void add_bias_kernel1(float* out, const float* bias, int N, int OC) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;  // over N*OC
+    if (idx < N * OC) out[idx] += bias[idx % OC];
+}
+
+// One thread per output channel, rows summed in order (deterministic, no atomics).
+__global__ void bias_backward_kernel1(float* dbias, const float* dout, int N, int OC) {
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= OC) return;
+    float sum = 0;
+    for (int n = 0; n < N; n++) sum += dout[(size_t)n * OC + o];
+    dbias[o] += sum;
+}
+
+inline void matmul_forward_gpu(float* out, const float* inp, const float* weight, const float* bias,
+                               int N, int C, int OC) {
+    const float one = 1.0f, zero = 0.0f;
+    cublasCheck(cublasSgemm(cublas_handle(), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &one, weight, C, inp, C,
+                            &zero, out, OC));
+    if (bias) {
+        add_bias_kernel1<<<ceil_div(N * OC, 256), 256>>>(out, bias, N, OC);
+        cudaCheck(cudaGetLastError());
+    }
+}
+
+inline void matmul_backward_gpu(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                                const float* weight, int N, int C, int OC) {
+    const float one = 1.0f;  // beta = 1: accumulate into the gradients
+    cublasCheck(cublasSgemm(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, &one, weight, C, dout, OC,
+                            &one, dinp, C));
+    cublasCheck(cublasSgemm(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, &one, inp, C, dout, OC,
+                            &one, dweight, C));
+    if (dbias) {
+        bias_backward_kernel1<<<ceil_div(OC, 64), 64>>>(dbias, dout, N, OC);
+        cudaCheck(cudaGetLastError());
+    }
+}
+
+inline void matmul_forward(Device dev, float* out, const float* inp, const float* weight, const float* bias,
+                           int N, int C, int OC) {
+    if (dev == DEVICE_CPU) return matmul_forward_cpu(out, inp, weight, bias, N, C, OC);
+    matmul_forward_gpu(out, inp, weight, bias, N, C, OC);
+}
+
+inline void matmul_backward(Device dev, float* dinp, float* dweight, float* dbias, const float* dout,
+                            const float* inp, const float* weight, int N, int C, int OC) {
+    if (dev == DEVICE_CPU) return matmul_backward_cpu(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+    matmul_backward_gpu(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}

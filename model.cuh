@@ -1,0 +1,366 @@
+// model.cuh: the transformer as wiring. It owns four buffers (parameters, gradients, and the
+// two AdamW moments, all with the same layout) and two more (activations and their
+// gradients), each carved from one allocation, and calls the layers in order. It knows no
+// task: a task hands it token ids, targets and, for the mask init, a plain matrix G.
+//
+//   x = wte[tokens] + wpe                                   (B,T,C)
+//   for each layer l (pre-LN):
+//     x += proj(attention(qkv(ln1(x)), mask_l))
+//     x += mlp_proj(gelu(mlp_fc(ln2(x))))
+//   y = head(ln_f(x[:, 0]))  (CLS)                          (B,OUT)
+//   loss = MSE(y, target) (regression) or cross-entropy(y, class) (classification)
+#pragma once
+#include <string>
+#include <vector>
+#include "attention.cuh"
+#include "layers.cuh"
+
+enum HeadType { HEAD_REGRESSION = 0, HEAD_CLASS = 1 };
+
+struct Config {
+    int V = 3;      // vocabulary size
+    int T = 16;     // sequence length
+    int C = 32;     // width
+    int L = 2;      // layers
+    int NH = 2;     // heads
+    int HS = 16;    // head size, independent of C; attention works in NH*HS dims
+    int MLP = 32;   // MLP hidden size
+    int OUT = 1;    // head outputs: 1 (regression) or the number of classes
+    int mask_heads = 0;  // 0: no mask, 1: one M per layer shared by heads, NH: one per head
+    bool causal = false;
+    HeadType head = HEAD_REGRESSION;
+    int QKV() const { return 3 * NH * HS; }
+    int AH() const { return NH * HS; }  // attention width
+};
+
+// ----------------------------------------------------------------------------
+// parameters: one struct of pointers, four instances (params, grads, AdamW m and v)
+
+struct ParamTensors {
+    float* wte;       // (V,C)
+    float* wpe;       // (T,C)
+    float* ln1w;      // (L,C)
+    float* ln1b;      // (L,C)
+    float* qkvw;      // (L,3·NH·HS,C)
+    float* qkvb;      // (L,3·NH·HS)
+    float* mask;      // (L,T,T) or (L,NH,T,T); absent (size 0) when there is no mask
+    float* attprojw;  // (L,C,NH·HS)
+    float* attprojb;  // (L,C)
+    float* ln2w;      // (L,C)
+    float* ln2b;      // (L,C)
+    float* fcw;       // (L,MLP,C)
+    float* fcb;       // (L,MLP)
+    float* fcprojw;   // (L,C,MLP)
+    float* fcprojb;   // (L,C)
+    float* lnfw;      // (C)
+    float* lnfb;      // (C)
+    float* headw;     // (OUT,C)
+    float* headb;     // (OUT)
+};
+
+// One tensor of the layout: its checkpoint name ("%d" for the layer), the shape of one
+// layer's slice, where it sits in the flat buffer, and which ParamTensors field points to it.
+struct TensorInfo {
+    std::string name;
+    float* ParamTensors::*field;
+    bool per_layer;
+    std::vector<int64_t> shape;
+    size_t numel;   // of one slice
+    size_t offset;  // of the whole (L-stacked) tensor in the flat buffer
+};
+
+inline std::vector<TensorInfo> param_layout(const Config& c) {
+    std::vector<int64_t> mask_shape = c.mask_heads == 1 ? std::vector<int64_t>{c.T, c.T}
+                                                          : std::vector<int64_t>{c.NH, c.T, c.T};
+    std::vector<TensorInfo> t = {
+        {"wte", &ParamTensors::wte, false, {c.V, c.C}},
+        {"wpe", &ParamTensors::wpe, false, {c.T, c.C}},
+        {"h.%d.ln1.weight", &ParamTensors::ln1w, true, {c.C}},
+        {"h.%d.ln1.bias", &ParamTensors::ln1b, true, {c.C}},
+        {"h.%d.attn.qkv.weight", &ParamTensors::qkvw, true, {c.QKV(), c.C}},
+        {"h.%d.attn.qkv.bias", &ParamTensors::qkvb, true, {c.QKV()}},
+        {"h.%d.attn.mask", &ParamTensors::mask, true, mask_shape},
+        {"h.%d.attn.proj.weight", &ParamTensors::attprojw, true, {c.C, c.AH()}},
+        {"h.%d.attn.proj.bias", &ParamTensors::attprojb, true, {c.C}},
+        {"h.%d.ln2.weight", &ParamTensors::ln2w, true, {c.C}},
+        {"h.%d.ln2.bias", &ParamTensors::ln2b, true, {c.C}},
+        {"h.%d.mlp.fc.weight", &ParamTensors::fcw, true, {c.MLP, c.C}},
+        {"h.%d.mlp.fc.bias", &ParamTensors::fcb, true, {c.MLP}},
+        {"h.%d.mlp.proj.weight", &ParamTensors::fcprojw, true, {c.C, c.MLP}},
+        {"h.%d.mlp.proj.bias", &ParamTensors::fcprojb, true, {c.C}},
+        {"ln_f.weight", &ParamTensors::lnfw, false, {c.C}},
+        {"ln_f.bias", &ParamTensors::lnfb, false, {c.C}},
+        {"head.weight", &ParamTensors::headw, false, {c.OUT, c.C}},
+        {"head.bias", &ParamTensors::headb, false, {c.OUT}},
+    };
+    size_t offset = 0;
+    for (TensorInfo& info : t) {
+        info.numel = 1;
+        for (int64_t d : info.shape) info.numel *= (size_t)d;
+        if (info.field == &ParamTensors::mask && c.mask_heads == 0) info.numel = 0;
+        info.offset = offset;
+        offset += info.numel * (info.per_layer ? c.L : 1);
+    }
+    return t;
+}
+
+inline size_t param_count(const Config& c) {
+    TensorInfo last = param_layout(c).back();
+    return last.offset + last.numel;
+}
+
+// Points every field of p into the flat buffer base (laid out by param_layout).
+inline ParamTensors param_bind(const Config& c, float* base) {
+    ParamTensors p;
+    for (const TensorInfo& info : param_layout(c)) p.*info.field = info.numel ? base + info.offset : nullptr;
+    return p;
+}
+
+// The checkpoint name of a tensor's slice for layer l ("h.3.ln1.weight"), or of a global one.
+inline std::string tensor_name(const TensorInfo& info, int l) {
+    if (!info.per_layer) return info.name;
+    char buf[128];
+    snprintf(buf, sizeof buf, info.name.c_str(), l);
+    return buf;
+}
+
+// ----------------------------------------------------------------------------
+// activations for a batch of B rows; the same struct holds their gradients
+
+struct Activations {
+    float* encoded;    // (B,T,C)
+    float* ln1;        // (L,B,T,C)
+    float* ln1_mean;   // (L,B,T)
+    float* ln1_rstd;   // (L,B,T)
+    float* qkv;        // (L,B,T,3·NH·HS)
+    float* att;        // (L,B,NH,T,T)  A; in the gradient struct: dS, the pre-softmax gradient
+    float* atty;       // (L,B,T,NH·HS)
+    float* attproj;    // (L,B,T,C)
+    float* residual2;  // (L,B,T,C)  x after the attention half of the block
+    float* ln2;        // (L,B,T,C)
+    float* ln2_mean;   // (L,B,T)
+    float* ln2_rstd;   // (L,B,T)
+    float* fch;        // (L,B,T,MLP)
+    float* fch_gelu;   // (L,B,T,MLP)
+    float* fcproj;     // (L,B,T,C)
+    float* residual3;  // (L,B,T,C)  x after the whole block
+    float* cls;        // (B,C)  x[:, 0] after the last block
+    float* lnf;        // (B,C)
+    float* lnf_mean;   // (B)
+    float* lnf_rstd;   // (B)
+    float* logits;     // (B,OUT)
+    float* probs;      // (B,OUT)  softmax, classification only
+    float* losses;     // (B)
+};
+
+inline size_t activations_bind(const Config& c, int B, Activations* a, float* base) {
+    size_t BT = (size_t)B * c.T, L = c.L;
+    std::vector<std::pair<float**, size_t>> sizes = {
+        {&a->encoded, BT * c.C},       {&a->ln1, L * BT * c.C},        {&a->ln1_mean, L * BT},
+        {&a->ln1_rstd, L * BT},        {&a->qkv, L * BT * c.QKV()},    {&a->att, L * B * c.NH * c.T * c.T},
+        {&a->atty, L * BT * c.AH()},   {&a->attproj, L * BT * c.C},    {&a->residual2, L * BT * c.C},
+        {&a->ln2, L * BT * c.C},       {&a->ln2_mean, L * BT},         {&a->ln2_rstd, L * BT},
+        {&a->fch, L * BT * c.MLP},     {&a->fch_gelu, L * BT * c.MLP}, {&a->fcproj, L * BT * c.C},
+        {&a->residual3, L * BT * c.C}, {&a->cls, (size_t)B * c.C},     {&a->lnf, (size_t)B * c.C},
+        {&a->lnf_mean, (size_t)B},     {&a->lnf_rstd, (size_t)B},      {&a->logits, (size_t)B * c.OUT},
+        {&a->probs, (size_t)B * c.OUT}, {&a->losses, (size_t)B},
+    };
+    size_t total = 0;
+    for (auto& [ptr, n] : sizes) {
+        if (base) *ptr = base + total;
+        total += n;
+    }
+    return total;
+}
+
+// ----------------------------------------------------------------------------
+// the model
+
+struct Model {
+    Config cfg;
+    Device dev;
+    int B;  // rows per batch the buffers hold
+    std::vector<TensorInfo> layout;
+    size_t num_params, num_acts;
+    float *params_mem, *grads_mem, *m_mem, *v_mem, *acts_mem, *dacts_mem;
+    ParamTensors params, grads, m, v;
+    int* tokens;     // (B,T) on dev
+    float* targets;  // (B) on dev
+    std::vector<float> losses_host;  // (B)
+    AdamWSettings adam;
+    float weight_decay = 1e-3f, mask_weight_decay = 0.0f;
+    int adam_t = 0;  // optimizer steps taken
+};
+
+inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
+    model.cfg = cfg;
+    model.dev = dev;
+    model.B = B;
+    model.layout = param_layout(cfg);
+    model.num_params = param_count(cfg);
+    float** bufs[4] = {&model.params_mem, &model.grads_mem, &model.m_mem, &model.v_mem};
+    ParamTensors* views[4] = {&model.params, &model.grads, &model.m, &model.v};
+    for (int i = 0; i < 4; i++) {
+        *bufs[i] = buffer_alloc(dev, model.num_params);
+        buffer_zero(dev, *bufs[i], model.num_params);
+        *views[i] = param_bind(cfg, *bufs[i]);
+    }
+    Activations unbound;
+    model.num_acts = activations_bind(cfg, B, &unbound, nullptr);
+    model.acts_mem = buffer_alloc(dev, model.num_acts);
+    model.dacts_mem = buffer_alloc(dev, model.num_acts);
+    buffer_zero(dev, model.acts_mem, model.num_acts);
+    buffer_zero(dev, model.dacts_mem, model.num_acts);
+    if (dev == DEVICE_GPU) {
+        cudaCheck(cudaMalloc(&model.tokens, (size_t)B * cfg.T * sizeof(int)));
+        cudaCheck(cudaMalloc(&model.targets, (size_t)B * sizeof(float)));
+    } else {
+        model.tokens = (int*)malloc((size_t)B * cfg.T * sizeof(int));
+        model.targets = (float*)malloc((size_t)B * sizeof(float));
+    }
+    model.losses_host.assign(B, 0.0f);
+}
+
+inline void model_free(Model& model) {
+    for (float* p : {model.params_mem, model.grads_mem, model.m_mem, model.v_mem, model.acts_mem, model.dacts_mem})
+        buffer_free(model.dev, p);
+    if (model.dev == DEVICE_GPU) {
+        cudaCheck(cudaFree(model.tokens));
+        cudaCheck(cudaFree(model.targets));
+    } else {
+        free(model.tokens);
+        free(model.targets);
+    }
+}
+
+// The activations of the last forward pass on `rows` examples (the layout depends on rows).
+inline Activations model_activations(const Model& model, int rows) {
+    Activations a;
+    activations_bind(model.cfg, rows, &a, model.acts_mem);
+    return a;
+}
+
+inline AttentionShape model_attention_shape(const Config& c, int B) {
+    return {B, c.T, c.NH, c.HS, c.mask_heads, c.causal};
+}
+
+// Forward pass on `rows` <= model.B examples: tokens (rows,T) and targets (rows), host memory.
+// Leaves the outputs in acts.logits and returns the mean loss.
+inline float model_forward(Model& model, const int* tokens, const float* targets, int rows) {
+    const Config& c = model.cfg;
+    const Device dev = model.dev;
+    const int B = rows, T = c.T, C = c.C, BT = B * T;
+    Activations a = model_activations(model, B);
+    if (dev == DEVICE_GPU) {
+        cudaCheck(cudaMemcpy(model.tokens, tokens, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemcpy(model.targets, targets, (size_t)B * sizeof(float), cudaMemcpyHostToDevice));
+    } else {
+        memcpy(model.tokens, tokens, (size_t)BT * sizeof(int));
+        memcpy(model.targets, targets, (size_t)B * sizeof(float));
+    }
+    const ParamTensors& p = model.params;
+    embedding_forward(dev, a.encoded, model.tokens, p.wte, p.wpe, B, T, C);
+    for (int l = 0; l < c.L; l++) {
+        float* x = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * BT * C;  // (B,T,C)
+        size_t lc = (size_t)l * BT * C;
+        float* ln1 = a.ln1 + lc;
+        float* qkv = a.qkv + (size_t)l * BT * c.QKV();
+        float* att = a.att + (size_t)l * B * c.NH * T * T;
+        float* atty = a.atty + (size_t)l * BT * c.AH();
+        float* fch = a.fch + (size_t)l * BT * c.MLP;
+        float* fch_gelu = a.fch_gelu + (size_t)l * BT * c.MLP;
+        const float* mask = c.mask_heads ? p.mask + (size_t)l * c.mask_heads * T * T : nullptr;
+        layernorm_forward(dev, ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, x, p.ln1w + l * C, p.ln1b + l * C, BT, C);
+        matmul_forward(dev, qkv, ln1, p.qkvw + (size_t)l * c.QKV() * C, p.qkvb + l * c.QKV(), BT, C, c.QKV());
+        attention_forward(dev, atty, att, qkv, mask, model_attention_shape(c, B));
+        matmul_forward(dev, a.attproj + lc, atty, p.attprojw + (size_t)l * C * c.AH(), p.attprojb + l * C, BT, c.AH(), C);
+        residual_forward(dev, a.residual2 + lc, x, a.attproj + lc, (size_t)BT * C);
+        layernorm_forward(dev, a.ln2 + lc, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, a.residual2 + lc,
+                          p.ln2w + l * C, p.ln2b + l * C, BT, C);
+        matmul_forward(dev, fch, a.ln2 + lc, p.fcw + (size_t)l * c.MLP * C, p.fcb + l * c.MLP, BT, C, c.MLP);
+        gelu_forward(dev, fch_gelu, fch, (size_t)BT * c.MLP);
+        matmul_forward(dev, a.fcproj + lc, fch_gelu, p.fcprojw + (size_t)l * C * c.MLP, p.fcprojb + l * C, BT, c.MLP, C);
+        residual_forward(dev, a.residual3 + lc, a.residual2 + lc, a.fcproj + lc, (size_t)BT * C);
+    }
+    cls_pick_forward(dev, a.cls, a.residual3 + (size_t)(c.L - 1) * BT * C, B, T, C);
+    layernorm_forward(dev, a.lnf, a.lnf_mean, a.lnf_rstd, a.cls, p.lnfw, p.lnfb, B, C);
+    matmul_forward(dev, a.logits, a.lnf, p.headw, p.headb, B, C, c.OUT);
+    if (c.head == HEAD_REGRESSION) mse_forward(dev, a.losses, a.logits, model.targets, B);
+    else crossentropy_forward(dev, a.losses, a.probs, a.logits, model.targets, nullptr, B, c.OUT);
+
+    buffer_copy(model.losses_host.data(), DEVICE_CPU, a.losses, dev, B);
+    double sum = 0;
+    for (int b = 0; b < B; b++) sum += model.losses_host[b];  // fixed order: reproducible
+    return (float)(sum / B);
+}
+
+inline void model_zero_grad(Model& model) {
+    buffer_zero(model.dev, model.grads_mem, model.num_params);
+    buffer_zero(model.dev, model.dacts_mem, model.num_acts);
+}
+
+// Backward pass of the last model_forward (same rows); accumulates into model.grads.
+inline void model_backward(Model& model, int rows) {
+    const Config& c = model.cfg;
+    const Device dev = model.dev;
+    const int B = rows, T = c.T, C = c.C, BT = B * T;
+    Activations a = model_activations(model, B), d;
+    activations_bind(c, B, &d, model.dacts_mem);
+    const ParamTensors& p = model.params;
+    const ParamTensors& g = model.grads;
+
+    if (c.head == HEAD_REGRESSION) mse_backward(dev, d.logits, a.logits, model.targets, B);
+    else crossentropy_backward(dev, d.logits, a.probs, model.targets, nullptr, (float)B, B, c.OUT);
+    matmul_backward(dev, d.lnf, g.headw, g.headb, d.logits, a.lnf, p.headw, B, C, c.OUT);
+    layernorm_backward(dev, d.cls, g.lnfw, g.lnfb, d.lnf, a.cls, p.lnfw, a.lnf_mean, a.lnf_rstd, B, C);
+    cls_pick_backward(dev, d.residual3 + (size_t)(c.L - 1) * BT * C, d.cls, B, T, C);
+    for (int l = c.L - 1; l >= 0; l--) {
+        size_t lc = (size_t)l * BT * C;
+        const float* x = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * BT * C;
+        float* dx = l == 0 ? d.encoded : d.residual3 + (size_t)(l - 1) * BT * C;
+        size_t lqkv = (size_t)l * BT * c.QKV(), latt = (size_t)l * B * c.NH * T * T;
+        size_t lah = (size_t)l * BT * c.AH(), lmlp = (size_t)l * BT * c.MLP;
+        size_t lmask = (size_t)l * c.mask_heads * T * T;
+        // x3 = x2 + fcproj
+        residual_backward(dev, d.residual2 + lc, d.fcproj + lc, d.residual3 + lc, (size_t)BT * C);
+        // fcproj = fch_gelu Wp^T + bp
+        matmul_backward(dev, d.fch_gelu + lmlp, g.fcprojw + (size_t)l * C * c.MLP, g.fcprojb + l * C, d.fcproj + lc,
+                        a.fch_gelu + lmlp, p.fcprojw + (size_t)l * C * c.MLP, BT, c.MLP, C);
+        // fch_gelu = gelu(fch)
+        gelu_backward(dev, d.fch + lmlp, a.fch + lmlp, d.fch_gelu + lmlp, (size_t)BT * c.MLP);
+        // fch = ln2 Wfc^T + bfc
+        matmul_backward(dev, d.ln2 + lc, g.fcw + (size_t)l * c.MLP * C, g.fcb + l * c.MLP, d.fch + lmlp,
+                        a.ln2 + lc, p.fcw + (size_t)l * c.MLP * C, BT, C, c.MLP);
+        // ln2 = layernorm(x2)
+        layernorm_backward(dev, d.residual2 + lc, g.ln2w + l * C, g.ln2b + l * C, d.ln2 + lc, a.residual2 + lc,
+                           p.ln2w + l * C, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, BT, C);
+        // x2 = x + attproj
+        residual_backward(dev, dx, d.attproj + lc, d.residual2 + lc, (size_t)BT * C);
+        // attproj = atty Wo^T + bo
+        matmul_backward(dev, d.atty + lah, g.attprojw + (size_t)l * C * c.AH(), g.attprojb + l * C, d.attproj + lc,
+                        a.atty + lah, p.attprojw + (size_t)l * C * c.AH(), BT, c.AH(), C);
+        // atty = attention(qkv, mask)
+        attention_backward(dev, d.qkv + lqkv, c.mask_heads ? g.mask + lmask : nullptr, d.att + latt, d.atty + lah,
+                           a.qkv + lqkv, a.att + latt, c.mask_heads ? p.mask + lmask : nullptr,
+                           model_attention_shape(c, B));
+        // qkv = ln1 Wqkv^T + bqkv
+        matmul_backward(dev, d.ln1 + lc, g.qkvw + (size_t)l * c.QKV() * C, g.qkvb + l * c.QKV(), d.qkv + lqkv,
+                        a.ln1 + lc, p.qkvw + (size_t)l * c.QKV() * C, BT, C, c.QKV());
+        // ln1 = layernorm(x)
+        layernorm_backward(dev, dx, g.ln1w + l * C, g.ln1b + l * C, d.ln1 + lc, x, p.ln1w + l * C,
+                           a.ln1_mean + l * BT, a.ln1_rstd + l * BT, BT, C);
+    }
+    embedding_backward(dev, g.wte, g.wpe, d.encoded, model.tokens, B, T, C);
+}
+
+// One AdamW step over every parameter tensor; the mask has its own weight decay.
+inline void model_update(Model& model) {
+    model.adam_t++;
+    for (const TensorInfo& info : model.layout) {
+        if (info.numel == 0) continue;
+        size_t n = info.numel * (info.per_layer ? model.cfg.L : 1);
+        float wd = info.field == &ParamTensors::mask ? model.mask_weight_decay : model.weight_decay;
+        adamw_update(model.dev, model.params.*info.field, model.m.*info.field, model.v.*info.field,
+                     model.grads.*info.field, n, model.adam, wd, model.adam_t);
+    }
+}

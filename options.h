@@ -1,0 +1,138 @@
+// options.h: the command line. Every flag, its default and its check live here; anything
+// wrong (an unknown flag, a missing or malformed value, an impossible shape) is one line on
+// stderr and exit code 2, through fail().
+#pragma once
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include "common.cuh"
+
+struct Options {
+    std::string task = "maj3";
+    std::string init = "default";
+    std::string device = "auto";
+    uint64_t seed = 1;
+    int64_t steps = 1500;
+    double epochs = 0;  // > 0: overrides --steps with ceil(epochs * train_size / batch)
+    int batch = 64;
+    float lr = 1e-3f, wd = 1e-3f, mask_wd = 0.0f;
+    int width = 32, layers = 2, heads = 2, head_size = 16, mlp = 32;
+    float mask_c = 6.0f;
+    bool mask_per_head = false, causal = false, tf32 = false;
+    int64_t eval_every = 500, log_every = 0;
+    std::string out, save, resume, dump_state;
+};
+
+static const char* USAGE = R"(usage: maskprior [flags]
+Trains a small transformer whose attention carries a learnable mask log σ(M).
+
+task and init
+  --task NAME         2parity | maj3 | cyclic3                          (maj3)
+  --init NAME         default (no mask) | mask (M = ±c from the task's G) (default)
+  --mask-c C          mask init magnitude c                            (6)
+  --mask-per-head     one M per head instead of one per layer shared by heads
+  --causal            causal attention (keys after the query are hidden)
+model
+  --width C           residual width                                   (32)
+  --layers L          transformer blocks                               (2)
+  --heads NH          attention heads                                  (2)
+  --head-size HS      size of one head, independent of the width       (16)
+  --mlp H             MLP hidden size                                  (32)
+training
+  --steps N           optimizer steps                                  (1500)
+  --epochs E          instead of --steps: E passes over the training set
+  --batch B           examples per step                                (64)
+  --lr LR             AdamW learning rate                              (1e-3)
+  --wd WD             AdamW weight decay, all weights but the mask     (1e-3)
+  --mask-wd WD        weight decay of the mask                         (0)
+  --seed S            fixes init, data order and so the whole run      (1)
+  --device D          auto | cpu | cuda (auto: the GPU if there is one) (auto)
+  --tf32              allow TF32 matmuls on the GPU (off: plain fp32)
+reports and files
+  --eval-every N      evaluate every N steps (and at the end)          (500)
+  --log-every N       progress line every N steps                      (steps/10)
+  --out DIR           run folder: log.jsonl, metrics.json, model.safetensors
+                      (runs/<task>-<init>-s<seed>)
+  --save FILE         checkpoint path (DIR/model.safetensors)
+  --resume FILE       continue a run from its checkpoint, bit-exactly
+  --dump-state FILE   write parameters, the first batch, its loss and every gradient, then exit
+  --help              this text
+)";
+
+inline int64_t parse_int(const std::string& flag, const char* text, int64_t lo) {
+    char* end = nullptr;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end) fail("%s expects a whole number, got '%s'", flag.c_str(), text);
+    if (v < lo) fail("%s must be at least %lld, got %lld", flag.c_str(), (long long)lo, v);
+    return v;
+}
+
+inline double parse_real(const std::string& flag, const char* text, double lo, bool lo_allowed) {
+    char* end = nullptr;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !std::isfinite(v)) fail("%s expects a number, got '%s'", flag.c_str(), text);
+    if (v < lo || (!lo_allowed && v == lo))
+        fail("%s must be %s %g, got %s", flag.c_str(), lo_allowed ? "at least" : "greater than", lo, text);
+    return v;
+}
+
+inline std::string parse_choice(const std::string& flag, const char* text, std::initializer_list<const char*> choices) {
+    std::string list;
+    for (const char* c : choices) {
+        if (text == std::string(c)) return text;
+        list += (list.empty() ? "" : ", ") + std::string(c);
+    }
+    fail("%s must be one of %s, got '%s'", flag.c_str(), list.c_str(), text);
+}
+
+inline Options parse_options(int argc, char** argv) {
+    Options o;
+    bool steps_given = false;
+    for (int i = 1; i < argc; i++) {
+        std::string flag = argv[i];
+        if (flag == "--help" || flag == "-h") { fputs(USAGE, stdout); exit(0); }
+        if (flag == "--mask-per-head") { o.mask_per_head = true; continue; }
+        if (flag == "--causal") { o.causal = true; continue; }
+        if (flag == "--tf32") { o.tf32 = true; continue; }
+        if (flag.rfind("--", 0) != 0) fail("unexpected argument '%s' (see --help)", flag.c_str());
+        static const char* valued[] = {"--task", "--init", "--device", "--seed", "--steps", "--epochs", "--batch",
+                                       "--lr", "--wd", "--mask-wd", "--width", "--layers", "--heads",
+                                       "--head-size", "--mlp", "--mask-c", "--eval-every", "--log-every", "--out",
+                                       "--save", "--resume", "--dump-state"};
+        bool known = false;
+        for (const char* v : valued) known |= flag == v;
+        if (!known) fail("unknown flag %s (see --help)", flag.c_str());
+        if (i + 1 >= argc) fail("%s needs a value", flag.c_str());
+        const char* value = argv[++i];
+        if (flag == "--task") o.task = parse_choice(flag, value, {"2parity", "maj3", "cyclic3"});
+        else if (flag == "--init") o.init = parse_choice(flag, value, {"default", "mask"});
+        else if (flag == "--device") o.device = parse_choice(flag, value, {"auto", "cpu", "cuda"});
+        else if (flag == "--seed") o.seed = (uint64_t)parse_int(flag, value, 0);
+        else if (flag == "--steps") { o.steps = parse_int(flag, value, 1); steps_given = true; }
+        else if (flag == "--epochs") o.epochs = parse_real(flag, value, 0, false);
+        else if (flag == "--batch") o.batch = (int)parse_int(flag, value, 1);
+        else if (flag == "--lr") o.lr = (float)parse_real(flag, value, 0, false);
+        else if (flag == "--wd") o.wd = (float)parse_real(flag, value, 0, true);
+        else if (flag == "--mask-wd") o.mask_wd = (float)parse_real(flag, value, 0, true);
+        else if (flag == "--width") o.width = (int)parse_int(flag, value, 1);
+        else if (flag == "--layers") o.layers = (int)parse_int(flag, value, 1);
+        else if (flag == "--heads") o.heads = (int)parse_int(flag, value, 1);
+        else if (flag == "--head-size") o.head_size = (int)parse_int(flag, value, 1);
+        else if (flag == "--mlp") o.mlp = (int)parse_int(flag, value, 1);
+        else if (flag == "--mask-c") o.mask_c = (float)parse_real(flag, value, 0, false);
+        else if (flag == "--eval-every") o.eval_every = parse_int(flag, value, 1);
+        else if (flag == "--log-every") o.log_every = parse_int(flag, value, 1);
+        else if (flag == "--out") o.out = value;
+        else if (flag == "--save") o.save = value;
+        else if (flag == "--resume") o.resume = value;
+        else if (flag == "--dump-state") o.dump_state = value;
+    }
+    if (steps_given && o.epochs > 0) fail("give --steps or --epochs, not both");
+    if (o.mask_per_head && o.init != "mask") fail("--mask-per-head needs --init mask");
+    // shapes that cannot be built: keep every buffer index inside 32-bit ints
+    long long acts = (long long)o.batch * 16 * std::max({o.width, 3 * o.heads * o.head_size, o.mlp});
+    if (acts > (1LL << 30)) fail("batch x width is too large for one buffer (%lld floats)", acts);
+    return o;
+}

@@ -1,0 +1,165 @@
+// Finite-difference checks, in double precision, of every CPU layer but attention
+// (test_attention.cu): each backward against central differences of its forward.
+#include "test_util.h"
+#include "layers.cuh"
+
+TEST_CASE("embedding backward matches finite differences") {
+    const int B = 3, T = 5, C = 4, V = 6;
+    Rng rng(1);
+    std::vector<int> tokens(B * T);
+    for (auto& t : tokens) t = rng.below(V);
+    auto wte = random_vector<double>(V * C, rng), wpe = random_vector<double>(T * C, rng);
+    auto w = random_vector<double>(B * T * C, rng);
+    std::vector<double> out(B * T * C), dwte(V * C, 0), dwpe(T * C, 0);
+    auto loss = [&] {
+        embedding_forward_cpu(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+        return weighted_sum(out, w);
+    };
+    embedding_backward_cpu(dwte.data(), dwpe.data(), w.data(), tokens.data(), B, T, C);
+    check_gradient("dwte", wte, dwte, loss);
+    check_gradient("dwpe", wpe, dwpe, loss);
+}
+
+TEST_CASE("layernorm backward matches finite differences") {
+    const int N = 7, C = 9;
+    Rng rng(2);
+    auto inp = random_vector<double>(N * C, rng, 2.0f), weight = random_vector<double>(C, rng);
+    auto bias = random_vector<double>(C, rng), w = random_vector<double>(N * C, rng);
+    std::vector<double> out(N * C), mean(N), rstd(N), dinp(N * C, 0), dweight(C, 0), dbias(C, 0);
+    auto loss = [&] {
+        layernorm_forward_cpu(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C);
+        return weighted_sum(out, w);
+    };
+    loss();
+    layernorm_backward_cpu(dinp.data(), dweight.data(), dbias.data(), w.data(), inp.data(), weight.data(),
+                           mean.data(), rstd.data(), N, C);
+    check_gradient("dinp", inp, dinp, loss);
+    check_gradient("dweight", weight, dweight, loss);
+    check_gradient("dbias", bias, dbias, loss);
+}
+
+TEST_CASE("layernorm forward normalises each row") {
+    const int N = 3, C = 8;
+    Rng rng(3);
+    auto inp = random_vector<double>(N * C, rng, 5.0f);
+    std::vector<double> weight(C, 1.0), bias(C, 0.0), out(N * C), mean(N), rstd(N);
+    layernorm_forward_cpu(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C);
+    for (int n = 0; n < N; n++) {
+        double m = 0, v = 0;
+        for (int c = 0; c < C; c++) m += out[n * C + c] / C;
+        for (int c = 0; c < C; c++) v += (out[n * C + c] - m) * (out[n * C + c] - m) / C;
+        CHECK(std::fabs(m) < 1e-12);
+        CHECK(v == doctest::Approx(1.0).epsilon(1e-4));  // eps 1e-5 keeps it just below 1
+    }
+}
+
+TEST_CASE("matmul backward matches finite differences, with and without bias") {
+    const int N = 6, C = 5, OC = 7;
+    for (bool with_bias : {true, false}) {
+        Rng rng(4);
+        auto inp = random_vector<double>(N * C, rng), weight = random_vector<double>(OC * C, rng);
+        auto bias = random_vector<double>(OC, rng), w = random_vector<double>(N * OC, rng);
+        std::vector<double> out(N * OC), dinp(N * C, 0), dweight(OC * C, 0), dbias(OC, 0);
+        const double* b = with_bias ? bias.data() : nullptr;
+        auto loss = [&] {
+            matmul_forward_cpu(out.data(), inp.data(), weight.data(), b, N, C, OC);
+            return weighted_sum(out, w);
+        };
+        matmul_backward_cpu(dinp.data(), dweight.data(), with_bias ? dbias.data() : nullptr, w.data(), inp.data(),
+                            weight.data(), N, C, OC);
+        check_gradient("dinp", inp, dinp, loss);
+        check_gradient("dweight", weight, dweight, loss);
+        if (with_bias) check_gradient("dbias", bias, dbias, loss);
+    }
+}
+
+TEST_CASE("matmul forward is inp W^T + b") {
+    // 1x2 input, 3x2 weight (PyTorch layout), by hand
+    std::vector<double> inp = {1, 2}, weight = {1, 0, 0, 1, 1, 1}, bias = {0.5, -0.5, 0}, out(3);
+    matmul_forward_cpu(out.data(), inp.data(), weight.data(), bias.data(), 1, 2, 3);
+    CHECK(out == std::vector<double>{1.5, 1.5, 3});
+}
+
+TEST_CASE("gelu backward matches finite differences; forward matches known values") {
+    const size_t n = 50;
+    Rng rng(5);
+    auto inp = random_vector<double>(n, rng, 4.0f), w = random_vector<double>(n, rng);
+    std::vector<double> out(n), dinp(n, 0);
+    auto loss = [&] {
+        gelu_forward_cpu(out.data(), inp.data(), n);
+        return weighted_sum(out, w);
+    };
+    gelu_backward_cpu(dinp.data(), inp.data(), w.data(), n);
+    check_gradient("dinp", inp, dinp, loss);
+    CHECK(gelu_value(1.0) == doctest::Approx(0.8411919906).epsilon(1e-9));  // torch gelu(tanh) of 1
+    CHECK(gelu_value(-2.0) == doctest::Approx(-0.0454023059).epsilon(1e-8));
+}
+
+TEST_CASE("residual backward passes the gradient to both inputs, accumulating") {
+    std::vector<double> a = {1, 2}, b = {3, 4}, out(2), da = {1, 1}, db = {0, 0}, dout = {0.5, -1};
+    residual_forward_cpu(out.data(), a.data(), b.data(), 2);
+    CHECK(out == std::vector<double>{4, 6});
+    residual_backward_cpu(da.data(), db.data(), dout.data(), 2);
+    CHECK(da == std::vector<double>{1.5, 0});
+    CHECK(db == std::vector<double>{0.5, -1});
+}
+
+TEST_CASE("cls pick reads position 0 and its backward writes only there") {
+    const int B = 2, T = 3, C = 2;
+    Rng rng(6);
+    auto inp = random_vector<double>(B * T * C, rng), w = random_vector<double>(B * C, rng);
+    std::vector<double> out(B * C), dinp(B * T * C, 0);
+    auto loss = [&] {
+        cls_pick_forward_cpu(out.data(), inp.data(), B, T, C);
+        return weighted_sum(out, w);
+    };
+    cls_pick_backward_cpu(dinp.data(), w.data(), B, T, C);
+    check_gradient("dinp", inp, dinp, loss);
+}
+
+TEST_CASE("mse backward matches finite differences") {
+    const int N = 8;
+    Rng rng(7);
+    auto pred = random_vector<double>(N, rng);
+    auto targets = random_vector<float>(N, rng);
+    std::vector<double> losses(N), dpred(N, 0);
+    auto loss = [&] {
+        mse_forward_cpu(losses.data(), pred.data(), targets.data(), N);
+        double s = 0;
+        for (double l : losses) s += l;
+        return s / N;
+    };
+    mse_backward_cpu(dpred.data(), pred.data(), targets.data(), N);
+    check_gradient("dpred", pred, dpred, loss);
+}
+
+TEST_CASE("cross-entropy backward matches finite differences, with a loss mask") {
+    const int N = 5, V = 4;
+    Rng rng(8);
+    auto logits = random_vector<double>(N * V, rng, 3.0f);
+    std::vector<float> targets(N), weights = {1, 0, 1, 1, 0};
+    for (auto& t : targets) t = (float)rng.below(V);
+    for (const float* row_weight : {(const float*)nullptr, (const float*)weights.data()}) {
+        float count = row_weight ? 3.0f : (float)N;
+        std::vector<double> losses(N), probs(N * V), dlogits(N * V, 0);
+        auto loss = [&] {
+            crossentropy_forward_cpu(losses.data(), probs.data(), logits.data(), targets.data(), row_weight, N, V);
+            double s = 0;
+            for (double l : losses) s += l;
+            return s / count;
+        };
+        loss();
+        crossentropy_backward_cpu(dlogits.data(), probs.data(), targets.data(), row_weight, count, N, V);
+        check_gradient("dlogits", logits, dlogits, loss);
+    }
+}
+
+TEST_CASE("adamw: first step moves each weight by lr against its gradient's sign, plus decay") {
+    std::vector<double> p = {1.0, -2.0}, m = {0, 0}, v = {0, 0}, g = {0.3, -0.01};
+    AdamWSettings s;
+    s.lr = 0.1f;
+    adamw_cpu(p.data(), m.data(), v.data(), g.data(), 2, s, 0.5f, 1);
+    // mhat = g, vhat = g^2, so the step is lr * (sign(g) + wd * p) up to eps
+    CHECK(p[0] == doctest::Approx(1.0 - 0.1 * (1 + 0.5 * 1.0)).epsilon(1e-6));
+    CHECK(p[1] == doctest::Approx(-2.0 - 0.1 * (-1 + 0.5 * -2.0)).epsilon(1e-5));
+}

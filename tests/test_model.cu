@@ -1,0 +1,162 @@
+// The whole model: gradient check against finite differences, bit-reproducibility, a short
+// CPU training run that must learn, and the mask init.
+#include "test_util.h"
+#include "init.cuh"
+#include "tasks/boolean.h"
+
+static Config tiny_config(int mask_heads, bool causal) {
+    Config c;
+    c.V = 3; c.T = 6; c.C = 8; c.L = 2; c.NH = 2; c.HS = 3; c.MLP = 10; c.OUT = 1;
+    c.mask_heads = mask_heads;
+    c.causal = causal;
+    return c;
+}
+
+static void random_batch(const Config& c, int B, Rng& rng, std::vector<int>& tokens, std::vector<float>& y) {
+    tokens.resize((size_t)B * c.T);
+    y.resize(B);
+    for (auto& t : tokens) t = rng.below(c.V);
+    for (auto& v : y) v = rng.uniform(-1, 1);
+}
+
+static void init_model(Model& model, uint64_t seed, float mask_scale) {
+    std::vector<float> host(model.num_params);
+    Rng rng(seed);
+    init_default(model.cfg, host.data(), rng);
+    if (model.cfg.mask_heads) {  // a random mask, so its gradient is not scaled to nothing
+        float* mask = param_bind(model.cfg, host.data()).mask;
+        for (int i = 0; i < model.cfg.L * model.cfg.mask_heads * model.cfg.T * model.cfg.T; i++)
+            mask[i] = rng.uniform(-mask_scale, mask_scale);
+    }
+    buffer_copy(model.params_mem, model.dev, host.data(), DEVICE_CPU, model.num_params);
+}
+
+// The model runs in float, so the central difference uses a larger step; the layer-level checks
+// in double (test_layers, test_attention) are the tight ones, and torch_reference.py checks this
+// same backward against PyTorch's autograd.
+static void check_model_gradient(int mask_heads, bool causal) {
+    Config c = tiny_config(mask_heads, causal);
+    const int B = 4;
+    Model model;
+    model_build(model, c, DEVICE_CPU, B);
+    init_model(model, 11, 2.0f);
+    Rng rng(12);
+    std::vector<int> tokens;
+    std::vector<float> y;
+    random_batch(c, B, rng, tokens, y);
+    model_forward(model, tokens.data(), y.data(), B);
+    model_zero_grad(model);
+    model_backward(model, B);
+    std::vector<float> grads(model.num_params);
+    buffer_copy(grads.data(), DEVICE_CPU, model.grads_mem, DEVICE_CPU, model.num_params);
+    const float h = 1e-2f;
+    int checked = 0;
+    for (size_t i = 0; i < model.num_params; i += 3) {  // every third parameter, all tensors
+        float keep = model.params_mem[i];
+        model.params_mem[i] = keep + h;
+        double up = model_forward(model, tokens.data(), y.data(), B);
+        model.params_mem[i] = keep - h;
+        double down = model_forward(model, tokens.data(), y.data(), B);
+        model.params_mem[i] = keep;
+        double numeric = (up - down) / (2 * h);
+        REQUIRE(std::isfinite(grads[i]));
+        CHECK_MESSAGE(std::fabs(numeric - grads[i]) <= 2e-3 + 2e-2 * std::fabs(numeric),
+                      "parameter " << i << ": analytic " << grads[i] << " numeric " << numeric);
+        checked++;
+    }
+    CHECK(checked > 100);
+    model_free(model);
+}
+
+TEST_CASE("whole-model gradient matches finite differences") {
+    SUBCASE("no mask") { check_model_gradient(0, false); }
+    SUBCASE("shared mask") { check_model_gradient(1, false); }
+    SUBCASE("per-head mask, causal") { check_model_gradient(2, true); }
+}
+
+TEST_CASE("the mask init writes +c on G and -c elsewhere, in every layer, and nothing else changes") {
+    Config c = tiny_config(2, false);
+    std::vector<float> G(c.T * c.T, 0.0f);
+    G[0] = G[7] = 1;
+    std::vector<float> plain(param_count(c)), masked(param_count(c));
+    Rng r1(5), r2(5);
+    init_default(c, plain.data(), r1);
+    init_default(c, masked.data(), r2);
+    init_mask_from_structure(c, masked.data(), G, 6.0f);
+    ParamTensors p = param_bind(c, masked.data());
+    for (int lh = 0; lh < c.L * c.mask_heads; lh++)
+        for (int ij = 0; ij < c.T * c.T; ij++) CHECK(p.mask[lh * c.T * c.T + ij] == (G[ij] ? 6.0f : -6.0f));
+    size_t mask_begin = p.mask - masked.data(), mask_end = mask_begin + c.L * c.mask_heads * c.T * c.T;
+    for (size_t i = 0; i < plain.size(); i++)
+        if (i < mask_begin || i >= mask_end) REQUIRE(plain[i] == masked[i]);
+}
+
+TEST_CASE("default init: embeddings ~ N(0,1), Linear ~ U(±1/sqrt(fan_in)), LayerNorm 1 and 0") {
+    Config c = tiny_config(0, false);
+    c.C = 64; c.MLP = 128; c.V = 50;
+    std::vector<float> host(param_count(c));
+    Rng rng(3);
+    init_default(c, host.data(), rng);
+    ParamTensors p = param_bind(c, host.data());
+    double sum = 0, sq = 0;
+    for (int i = 0; i < c.V * c.C; i++) { sum += p.wte[i]; sq += p.wte[i] * p.wte[i]; }
+    CHECK(std::fabs(sum / (c.V * c.C)) < 0.1);
+    CHECK(sq / (c.V * c.C) == doctest::Approx(1.0).epsilon(0.1));
+    float bound = 1 / std::sqrt((float)c.MLP), biggest = 0;
+    for (int i = 0; i < c.L * c.C * c.MLP; i++) biggest = std::max(biggest, std::fabs(p.fcprojw[i]));
+    CHECK(biggest <= bound);
+    CHECK(biggest > 0.9f * bound);
+    CHECK(p.ln1w[0] == 1.0f);
+    CHECK(p.ln2b[c.C - 1] == 0.0f);
+}
+
+TEST_CASE("two CPU runs from one seed are bit-identical") {
+    Config c = tiny_config(1, false);
+    std::vector<float> result[2];
+    for (int run = 0; run < 2; run++) {
+        Model model;
+        model_build(model, c, DEVICE_CPU, 8);
+        init_model(model, 21, 3.0f);
+        Rng rng(22);
+        std::vector<int> tokens;
+        std::vector<float> y;
+        for (int step = 0; step < 5; step++) {
+            random_batch(c, 8, rng, tokens, y);
+            model_forward(model, tokens.data(), y.data(), 8);
+            model_zero_grad(model);
+            model_backward(model, 8);
+            model_update(model);
+        }
+        result[run].assign(model.params_mem, model.params_mem + model.num_params);
+        model_free(model);
+    }
+    CHECK(memcmp(result[0].data(), result[1].data(), result[0].size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("a short CPU training run on maj3 fits the seen domain") {
+    BooleanTask task("maj3");
+    Config c;
+    c.V = task.vocab; c.T = task.seq_len; c.C = 16; c.L = 1; c.NH = 2; c.HS = 8; c.MLP = 16;
+    const int B = 32;
+    Model model;
+    model_build(model, c, DEVICE_CPU, B);
+    init_model(model, 1, 0);
+    EpochOrder order(1, task.train_size());
+    std::vector<int> tokens((size_t)B * c.T);
+    std::vector<float> y(B);
+    double first = 0, last = 0;
+    for (int step = 0; step < 400; step++) {
+        for (int b = 0; b < B; b++) task.train_example(order.example((int64_t)step * B + b), &tokens[b * c.T], &y[b]);
+        float loss = model_forward(model, tokens.data(), y.data(), B);
+        REQUIRE(std::isfinite(loss));
+        if (step < 20) first += loss / 20;
+        if (step >= 380) last += loss / 20;
+        model_zero_grad(model);
+        model_backward(model, B);
+        model_update(model);
+    }
+    MESSAGE("mean loss over the first 20 steps " << first << ", over the last 20 " << last);
+    CHECK(first > 0.5);
+    CHECK(last < 0.1 * first);
+    model_free(model);
+}

@@ -1,0 +1,113 @@
+// The Boolean GOTU tasks against hand-checked values (DESIGN.md 4.1), and the epoch order.
+#include <algorithm>
+#include <set>
+#include "test_util.h"
+#include "tasks/boolean.h"
+
+TEST_CASE("Boolean domains: seen and unseen sizes") {
+    CHECK(BooleanTask("2parity").train_size() == 24576);  // 3/4 of 32768
+    CHECK(BooleanTask("maj3").train_size() == 24576);
+    CHECK(BooleanTask("cyclic3").train_size() == 28672);  // 7/8
+    for (const char* name : {"2parity", "maj3", "cyclic3"}) CHECK(BooleanTask(name).eval_size() == 32768);
+}
+
+TEST_CASE("Boolean targets by hand") {
+    // point p: bit i of p is x_i (1 -> +1, 0 -> -1)
+    CHECK(boolean_target(BOOL_2PARITY, 0b11) == 1);    // x0 = x1 = +1
+    CHECK(boolean_target(BOOL_2PARITY, 0b01) == -1);   // x0 = +1, x1 = -1
+    CHECK(boolean_target(BOOL_2PARITY, 0) == 1);       // x0 = x1 = -1 (unseen)
+    CHECK(boolean_target(BOOL_MAJ3, 0b011) == 1);      // +1 +1 -1
+    CHECK(boolean_target(BOOL_MAJ3, 0b100) == -1);     // -1 -1 +1
+    CHECK(boolean_target(BOOL_CYCLIC3, 0) == -15);     // all -1: 15 products of three -1
+    CHECK(boolean_target(BOOL_CYCLIC3, BOOL_POINTS - 1) == 15);
+    CHECK(boolean_target(BOOL_CYCLIC3, 0b1) == -15 + 2 * 3);  // x0 = +1 flips the 3 products holding x0
+    CHECK(boolean_unseen(BOOL_MAJ3, 0b100));
+    CHECK(!boolean_unseen(BOOL_CYCLIC3, 0b100));
+    CHECK(boolean_unseen(BOOL_CYCLIC3, 0b1000));
+}
+
+TEST_CASE("tokens are [CLS, bits] with bit b as (b+1)/2") {
+    BooleanTask task("maj3");
+    std::vector<int> tokens(16);
+    float y;
+    task.eval_example(0b101, tokens.data(), &y);
+    CHECK(tokens[0] == BOOL_CLS);
+    CHECK(tokens[1] == 1);
+    CHECK(tokens[2] == 0);
+    CHECK(tokens[3] == 1);
+    CHECK(tokens[4] == 0);
+    CHECK(y == 1.0f);
+    for (int i = 0; i < task.train_size(); i++) {  // no training example lies in the unseen domain
+        task.train_example(i, tokens.data(), &y);
+        REQUIRE(!(tokens[1] == 0 && tokens[2] == 0));
+    }
+}
+
+TEST_CASE("the min-degree interpolator equals f on every seen point") {
+    for (BooleanKind kind : {BOOL_2PARITY, BOOL_MAJ3, BOOL_CYCLIC3})
+        for (int p = 0; p < BOOL_POINTS; p++)
+            if (!boolean_unseen(kind, p)) REQUIRE(boolean_mdi(kind, p) == boolean_target(kind, p));
+}
+
+TEST_CASE("evaluating the MDI itself gives 75.00 / 87.50 / 92.83 % cube accuracy") {
+    const std::pair<const char*, double> expected[] = {{"2parity", 0.75}, {"maj3", 0.875}, {"cyclic3", 0.9283}};
+    for (auto [name, acc] : expected) {
+        BooleanTask task(name);
+        std::vector<float> mdi(BOOL_POINTS);
+        for (int p = 0; p < BOOL_POINTS; p++) mdi[p] = (float)boolean_mdi(task.kind, p);
+        Metrics m = task.evaluate(mdi);
+        auto get = [&](const std::string& key) {
+            for (auto& [k, v] : m) if (k == key) return v;
+            FAIL("no metric " << key);
+            return 0.0;
+        };
+        CHECK(get("acc_cube") == doctest::Approx(acc).epsilon(1e-4));
+        CHECK(get("mdi_acc_cube") == doctest::Approx(acc).epsilon(1e-4));
+        CHECK(get("mdi_agreement") == 1.0);  // the MDI is closest to itself
+        CHECK(get("mse_cube") > 0);
+    }
+}
+
+TEST_CASE("evaluating f itself gives perfect metrics") {
+    BooleanTask task("cyclic3");
+    std::vector<float> f(BOOL_POINTS);
+    for (int p = 0; p < BOOL_POINTS; p++) f[p] = (float)boolean_target(task.kind, p);
+    for (auto& [key, value] : task.evaluate(f)) {
+        if (key == "acc_cube" || key == "acc_unseen" || key == "exact_cube") CHECK(value == 1.0);
+        if (key == "mse_cube" || key == "mse_unseen" || key == "mdi_agreement") CHECK(value == 0.0);
+    }
+}
+
+TEST_CASE("structure G by hand") {
+    auto G = BooleanTask("2parity").structure();  // {CLS, x0, x1} all pairs; self
+    REQUIRE(G.size() == 256);
+    CHECK(G[0 * 16 + 2] == 1);  // CLS - x1
+    CHECK(G[2 * 16 + 1] == 1);  // x1 - x0
+    CHECK(G[0 * 16 + 3] == 0);  // CLS - x2
+    CHECK(G[5 * 16 + 5] == 1);  // x4 with itself
+    CHECK(G[5 * 16 + 6] == 0);
+    auto M = BooleanTask("maj3").structure();
+    CHECK(M[3 * 16 + 0] == 1);  // x2 - CLS
+    CHECK(M[4 * 16 + 0] == 0);  // x3 - CLS
+    auto Y = BooleanTask("cyclic3").structure();
+    for (int t = 0; t < 16; t++) CHECK(Y[0 * 16 + t] == 1);  // CLS with all
+    CHECK(Y[1 * 16 + 3] == 1);   // x0 - x2
+    CHECK(Y[1 * 16 + 4] == 0);   // x0 - x3
+    CHECK(Y[15 * 16 + 1] == 1);  // x14 - x0 (mod 15)
+    CHECK(Y[15 * 16 + 2] == 1);  // x14 - x1
+    for (int a = 0; a < 16; a++)
+        for (int b = 0; b < 16; b++) CHECK(Y[a * 16 + b] == Y[b * 16 + a]);  // symmetric
+}
+
+TEST_CASE("epoch order: every epoch is a permutation, epochs differ, a seed fixes it") {
+    EpochOrder a(7, 100), b(7, 100), c(8, 100);
+    std::vector<int> e0, e1, other;
+    for (int k = 0; k < 100; k++) e0.push_back(a.example(k));
+    for (int k = 100; k < 200; k++) e1.push_back(a.example(k));
+    for (int k = 0; k < 100; k++) other.push_back(c.example(k));
+    CHECK(std::set<int>(e0.begin(), e0.end()).size() == 100);
+    CHECK(std::set<int>(e1.begin(), e1.end()).size() == 100);
+    CHECK(e0 != e1);
+    CHECK(e0 != other);
+    CHECK(b.example(150) == e1[50]);  // random access: resuming needs only the step
+}

@@ -1,0 +1,69 @@
+// test_util.h: what the tests share: random inputs, a finite-difference gradient check in
+// double precision, and running the maskprior binary to see how it answers.
+#pragma once
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+#include "common.cuh"
+
+// Random values in [-1, 1) (never zeros, as DESIGN.md section 8 asks).
+template <typename F>
+inline std::vector<F> random_vector(size_t n, Rng& rng, float scale = 1.0f) {
+    std::vector<F> v(n);
+    for (auto& x : v) x = F(rng.uniform(-scale, scale));
+    return v;
+}
+
+// Checks d loss / d x[i] == analytic[i] by central differences, for every i.
+// loss() recomputes the scalar loss from the current x. In double, h = 1e-6 leaves a
+// truncation and rounding error far below the tolerance.
+inline void check_gradient(const char* what, std::vector<double>& x, const std::vector<double>& analytic,
+                           const std::function<double()>& loss, double tol = 1e-6) {
+    REQUIRE(x.size() == analytic.size());
+    const double h = 1e-6;
+    for (size_t i = 0; i < x.size(); i++) {
+        double keep = x[i];
+        x[i] = keep + h;
+        double up = loss();
+        x[i] = keep - h;
+        double down = loss();
+        x[i] = keep;
+        double numeric = (up - down) / (2 * h);
+        double err = std::fabs(numeric - analytic[i]) / (1 + std::fabs(numeric));
+        REQUIRE_MESSAGE(std::isfinite(analytic[i]), std::string(what) << "[" << i << "] is not finite");
+        if (!(err <= tol)) {  // also catches NaN
+            FAIL_CHECK(std::string(what) << "[" << i << "]: analytic " << analytic[i] << " vs numeric " << numeric);
+            return;
+        }
+    }
+}
+
+// sum_i w_i out_i: the scalar whose gradient with respect to out is w
+inline double weighted_sum(const std::vector<double>& out, const std::vector<double>& w) {
+    double s = 0;
+    for (size_t i = 0; i < out.size(); i++) s += out[i] * w[i];
+    return s;
+}
+
+struct CommandResult {
+    int exit_code;
+    std::string out;  // stdout and stderr together
+};
+
+// Runs a shell command (from the repository root, where make test runs) and captures it.
+inline CommandResult run_command(const std::string& cmd) {
+    CommandResult r{-1, ""};
+    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    while (fgets(buf, sizeof buf, p)) r.out += buf;
+    int status = pclose(p);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+inline bool gpu_available() { return gpu_count() > 0; }

@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+"""PyTorch cross-check of maskprior's forward and backward pass (DESIGN.md sections 2, 3, 6).
+
+    /usr/bin/python3 tests/torch_reference.py STATE.safetensors [With --causal and a head on position 0 (CLS), the loss sees only that position, which
+attends to itself alone: there the mask gradient is exactly 0 and the causal masking is
+tested for query 0 only.
+
+--corrupt NAME]
+
+STATE.safetensors is written by `./maskprior ... --dump-state STATE.safetensors`: the
+parameters, one batch (batch.inputs, batch.targets), its loss and every gradient (grad.<name>).
+This script builds the same transformer independently in PyTorch, in float64 (pre-LN blocks,
+attention scores q.k/sqrt(HS) + log sigmoid(M), causal masking when asked, GELU tanh form,
+final LayerNorm and head on position 0), loads the parameters, runs the batch forward and
+lets autograd compute the gradients. It then checks, elementwise with the tolerance of
+DESIGN.md section 8 (|cpp - torch| <= 1e-4 + 1e-3 |torch|), the loss and every gradient,
+the mask's included. It also fails on NaN/Inf, on a gradient in the file that the model does
+not have, and on a model parameter whose gradient is missing from the file.
+
+One line per tensor: its name; its scale (the largest |torch| entry: a tensor whose scale is
+far below 1e-4 passes on the absolute term alone, so its verdict is weak, e.g. the mask
+gradient at the mask init's c = 6, which σ(-6) shrinks; dump with --mask-c 1.5 to test it);
+the max abs diff; the max rel diff (|cpp - torch| / |torch| over the entries within three
+decades of the scale, so it means something for tiny tensors too); ok/FAIL.
+Exit code 0 when everything matches, 1 otherwise.
+
+--corrupt NAME adds 1e-2 (plus 10% of the tensor's scale) to the first entry of the dumped
+tensor NAME (e.g. grad.h.0.attn.mask or loss) before the comparison: the check must then fail.
+"""
+import json
+import math
+import struct
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+ATOL, RTOL = 1e-4, 1e-3
+
+
+def read_safetensors(path):
+    """The tensors of a safetensors file (as float64 torch tensors) and its metadata."""
+    with open(path, "rb") as f:
+        (header_len,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(header_len))
+        data = f.read()
+    metadata = header.pop("__metadata__", {})
+    tensors = {}
+    for name, entry in header.items():
+        if entry["dtype"] != "F32":
+            raise ValueError(f"{path}: tensor {name} is {entry['dtype']}, not F32")
+        begin, end = entry["data_offsets"]
+        array = np.frombuffer(data[begin:end], dtype="<f4").reshape(entry["shape"])
+        tensors[name] = torch.from_numpy(array.astype(np.float64))
+    return tensors, metadata
+
+
+def parameter_shapes(cfg):
+    """Every parameter of the model the metadata describes: name -> shape (DESIGN.md section 6)."""
+    C, T, NH, HS, MLP = cfg["width"], cfg["seq_len"], cfg["heads"], cfg["head_size"], cfg["mlp"]
+    shapes = {"wte": (cfg["vocab"], C), "wpe": (T, C)}
+    for l in range(cfg["layers"]):
+        h = f"h.{l}."
+        shapes.update({h + "ln1.weight": (C,), h + "ln1.bias": (C,),
+                       h + "attn.qkv.weight": (3 * NH * HS, C), h + "attn.qkv.bias": (3 * NH * HS,)})
+        if cfg["mask"] != "none":
+            shapes[h + "attn.mask"] = (T, T) if cfg["mask"] == "layer" else (NH, T, T)
+        shapes.update({h + "attn.proj.weight": (C, NH * HS), h + "attn.proj.bias": (C,),
+                       h + "ln2.weight": (C,), h + "ln2.bias": (C,),
+                       h + "mlp.fc.weight": (MLP, C), h + "mlp.fc.bias": (MLP,),
+                       h + "mlp.proj.weight": (C, MLP), h + "mlp.proj.bias": (C,)})
+    shapes.update({"ln_f.weight": (C,), "ln_f.bias": (C,),
+                   "head.weight": (cfg["out"], C), "head.bias": (cfg["out"],)})
+    return shapes
+
+
+def attention(x, qkv_weight, qkv_bias, mask, cfg):
+    """Masked multi-head attention of x (B,T,C) -> (B,T,NH*HS), before the output projection."""
+    B, T, _ = x.shape
+    NH, HS = cfg["heads"], cfg["head_size"]
+    # qkv rows: all heads' q, then all k, then all v; head h's q is rows [h*HS, (h+1)*HS)
+    q, k, v = (t.reshape(B, T, NH, HS).transpose(1, 2)  # (B,NH,T,HS)
+               for t in F.linear(x, qkv_weight, qkv_bias).split(NH * HS, dim=-1))
+    scores = q @ k.transpose(-1, -2) / math.sqrt(HS)  # (B,NH,T,T)
+    if mask is not None:  # (T,T) broadcasts over the heads; (NH,T,T) is one per head
+        scores = scores + F.logsigmoid(mask)
+    if cfg["causal"]:
+        future = torch.ones(T, T, dtype=torch.bool).triu(1)  # key j after query i
+        scores = scores.masked_fill(future, float("-inf"))
+    y = torch.softmax(scores, dim=-1) @ v  # (B,NH,T,HS)
+    return y.transpose(1, 2).reshape(B, T, NH * HS)
+
+
+def model_loss(p, cfg, tokens, targets):
+    """The mean loss of the batch; p maps parameter names to tensors."""
+    C = cfg["width"]
+    x = p["wte"][tokens] + p["wpe"]  # (B,T,C)
+    for l in range(cfg["layers"]):
+        h = f"h.{l}."
+        a = F.layer_norm(x, (C,), p[h + "ln1.weight"], p[h + "ln1.bias"], eps=1e-5)
+        y = attention(a, p[h + "attn.qkv.weight"], p[h + "attn.qkv.bias"], p.get(h + "attn.mask"), cfg)
+        x = x + F.linear(y, p[h + "attn.proj.weight"], p[h + "attn.proj.bias"])
+        m = F.layer_norm(x, (C,), p[h + "ln2.weight"], p[h + "ln2.bias"], eps=1e-5)
+        m = F.gelu(F.linear(m, p[h + "mlp.fc.weight"], p[h + "mlp.fc.bias"]), approximate="tanh")
+        x = x + F.linear(m, p[h + "mlp.proj.weight"], p[h + "mlp.proj.bias"])
+    cls = F.layer_norm(x[:, 0], (C,), p["ln_f.weight"], p["ln_f.bias"], eps=1e-5)  # (B,C)
+    out = F.linear(cls, p["head.weight"], p["head.bias"])  # (B,OUT)
+    if cfg["head_type"] == "regression":
+        return ((out[:, 0] - targets) ** 2).mean()
+    return F.cross_entropy(out, targets.long())
+
+
+def compare(name, cpp, ref):
+    """Prints one line for a tensor; returns whether the C++ value matches the reference."""
+    if cpp.shape != ref.shape:
+        print(f"{name:28s} shape {tuple(cpp.shape)} in the file, {tuple(ref.shape)} in the model  FAIL")
+        return False
+    diff = (cpp - ref).abs()
+    big = (ref.abs() >= 1e-3 * ref.abs().max()) & (ref != 0)  # the tensor's top three decades
+    rel = (diff[big] / ref.abs()[big]).max().item() if big.any() else 0.0
+    ok = bool(torch.isfinite(cpp).all() and torch.isfinite(ref).all() and (diff <= ATOL + RTOL * ref.abs()).all())
+    print(f"{name:28s} scale {ref.abs().max().item():9.2e}  max abs {diff.max().item():9.2e}  "
+          f"max rel {rel:9.2e}  {'ok' if ok else 'FAIL'}")
+    return ok
+
+
+def main(argv):
+    if len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--corrupt"):
+        sys.exit(f"usage: {argv[0]} STATE.safetensors [--corrupt NAME]")
+    tensors, meta = read_safetensors(argv[1])
+    numbers = ("width", "layers", "heads", "head_size", "mlp", "seq_len", "vocab", "out", "causal")
+    cfg = {key: int(meta[key]) for key in numbers}
+    cfg.update(mask=meta["mask"], head_type=meta["head_type"])
+    if len(argv) == 4:
+        if argv[3] not in tensors:
+            sys.exit(f"{argv[1]}: no tensor {argv[3]} to corrupt")
+        target = tensors[argv[3]]
+        target.view(-1)[0] += 1e-2 + 0.1 * target.abs().max()
+
+    shapes = parameter_shapes(cfg)
+    for name, shape in shapes.items():
+        if name not in tensors or tensors[name].shape != shape:
+            sys.exit(f"{argv[1]}: parameter {name} {shape} is missing or has another shape")
+    params = {name: tensors[name].clone().requires_grad_() for name in shapes}
+    loss = model_loss(params, cfg, tensors["batch.inputs"].long(), tensors["batch.targets"])
+    loss.backward()
+
+    ok = compare("loss", tensors["loss"], loss.detach().reshape(1))
+    for name in shapes:
+        if "grad." + name not in tensors:
+            print(f"{'grad.' + name:28s} missing from the file  FAIL")
+            ok = False
+        else:
+            ok &= compare("grad." + name, tensors["grad." + name], params[name].grad)
+    for name in sorted(set(tensors) - {"grad." + n for n in shapes}):
+        if name.startswith("grad."):
+            print(f"{name:28s} in the file, but the model has no parameter {name[5:]}  FAIL")
+            ok = False
+    print(f"{'PASS' if ok else 'FAIL'}: {argv[1]} ({meta['mask']} mask, causal {cfg['causal']}, "
+          f"{len(shapes)} parameter tensors) against PyTorch float64")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

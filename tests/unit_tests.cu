@@ -1,0 +1,8 @@
+// The doctest runner: all tests in one translation unit (the layer headers define CUDA
+// kernels, which may be defined once per program, as in llm.c), built as tests/unit_tests.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include "test_layers.cu"
+#include "test_attention.cu"
+#include "test_model.cu"
+#include "test_tasks.cu"
