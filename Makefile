@@ -10,7 +10,9 @@ NVCC      ?= nvcc
 ARCH      ?= 90
 # an extra include folder (the GPU machine has no Debian packages: doctest and stb go there)
 EXTRA_INCLUDE ?=
+# the Python with PyTorch: Debian's python3-torch lives in /usr/bin/python3
 PYTHON    ?= /usr/bin/python3
+export MASKPRIOR_PYTHON = $(PYTHON)
 TASK      ?= maj3
 
 GENCODE   = -gencode arch=compute_$(ARCH),code=[sm_$(ARCH),compute_$(ARCH)]

@@ -299,43 +299,45 @@ inline void residual_backward(Device dev, float* da, float* db, const float* dou
 }
 
 // ----------------------------------------------------------------------------
-// CLS pick: the regression and classification heads read position 0 only.
-//   out[b,:] = inp[b,0,:]        backward: dinp[b,0,:] += dout[b,:]
+// Summary pick: the regression and classification heads read one position of each row,
+// `pos`: 0 (CLS) for bidirectional attention; the last position for causal attention, the
+// only one that sees the whole sequence (position 0 sees only itself there).
+//   out[b,:] = inp[b,pos,:]        backward: dinp[b,pos,:] += dout[b,:]
 
 template <typename F>
-void cls_pick_forward_cpu(F* out, const F* inp, int B, int T, int C) {  // out (B,C), inp (B,T,C)
+void pick_position_forward_cpu(F* out, const F* inp, int B, int T, int C, int pos) {  // out (B,C), inp (B,T,C)
     for (int b = 0; b < B; b++)
-        for (int c = 0; c < C; c++) out[(size_t)b * C + c] = inp[(size_t)b * T * C + c];
+        for (int c = 0; c < C; c++) out[(size_t)b * C + c] = inp[((size_t)b * T + pos) * C + c];
 }
 
 template <typename F>
-void cls_pick_backward_cpu(F* dinp, const F* dout, int B, int T, int C) {  // dinp (B,T,C), dout (B,C)
+void pick_position_backward_cpu(F* dinp, const F* dout, int B, int T, int C, int pos) {  // dinp (B,T,C), dout (B,C)
     for (int b = 0; b < B; b++)
-        for (int c = 0; c < C; c++) dinp[(size_t)b * T * C + c] += dout[(size_t)b * C + c];
+        for (int c = 0; c < C; c++) dinp[((size_t)b * T + pos) * C + c] += dout[(size_t)b * C + c];
 }
 
-__global__ void cls_pick_forward_kernel1(float* out, const float* inp, int B, int T, int C) {
+__global__ void pick_position_forward_kernel1(float* out, const float* inp, int B, int T, int C, int pos) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;  // over B*C
     if (idx >= B * C) return;
     int b = idx / C, c = idx % C;
-    out[idx] = inp[(size_t)b * T * C + c];
+    out[idx] = inp[((size_t)b * T + pos) * C + c];
 }
 
-__global__ void cls_pick_backward_kernel1(float* dinp, const float* dout, int B, int T, int C) {
+__global__ void pick_position_backward_kernel1(float* dinp, const float* dout, int B, int T, int C, int pos) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;  // over B*C
     if (idx >= B * C) return;
     int b = idx / C, c = idx % C;
-    dinp[(size_t)b * T * C + c] += dout[idx];
+    dinp[((size_t)b * T + pos) * C + c] += dout[idx];
 }
 
-inline void cls_pick_forward(Device dev, float* out, const float* inp, int B, int T, int C) {
-    if (dev == DEVICE_CPU) return cls_pick_forward_cpu(out, inp, B, T, C);
-    cls_pick_forward_kernel1<<<ceil_div(B * C, BLOCK), BLOCK>>>(out, inp, B, T, C);
+inline void pick_position_forward(Device dev, float* out, const float* inp, int B, int T, int C, int pos) {
+    if (dev == DEVICE_CPU) return pick_position_forward_cpu(out, inp, B, T, C, pos);
+    pick_position_forward_kernel1<<<ceil_div(B * C, BLOCK), BLOCK>>>(out, inp, B, T, C, pos);
     cudaCheck(cudaGetLastError());
 }
 
-inline void cls_pick_backward(Device dev, float* dinp, const float* dout, int B, int T, int C) {
-    if (dev == DEVICE_CPU) return cls_pick_backward_cpu(dinp, dout, B, T, C);
-    cls_pick_backward_kernel1<<<ceil_div(B * C, BLOCK), BLOCK>>>(dinp, dout, B, T, C);
+inline void pick_position_backward(Device dev, float* dinp, const float* dout, int B, int T, int C, int pos) {
+    if (dev == DEVICE_CPU) return pick_position_backward_cpu(dinp, dout, B, T, C, pos);
+    pick_position_backward_kernel1<<<ceil_div(B * C, BLOCK), BLOCK>>>(dinp, dout, B, T, C, pos);
     cudaCheck(cudaGetLastError());
 }

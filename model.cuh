@@ -7,7 +7,7 @@
 //   for each layer l (pre-LN):
 //     x += proj(attention(qkv(ln1(x)), mask_l))
 //     x += mlp_proj(gelu(mlp_fc(ln2(x))))
-//   y = head(ln_f(x[:, 0]))  (CLS)                          (B,OUT)
+//   y = head(ln_f(x[:, p]))  p = 0 (CLS); causal: p = T-1    (B,OUT)
 //   loss = MSE(y, target) (regression) or cross-entropy(y, class) (classification)
 #pragma once
 #include <string>
@@ -31,6 +31,9 @@ struct Config {
     HeadType head = HEAD_REGRESSION;
     int QKV() const { return 3 * NH * HS; }
     int AH() const { return NH * HS; }  // attention width
+    // the position the head reads: CLS, or under causal attention the last position, the
+    // only one that sees the whole sequence
+    int head_position() const { return causal ? T - 1 : 0; }
 };
 
 // ----------------------------------------------------------------------------
@@ -144,7 +147,7 @@ struct Activations {
     float* fch_gelu;   // (L,B,T,MLP)
     float* fcproj;     // (L,B,T,C)
     float* residual3;  // (L,B,T,C)  x after the whole block
-    float* cls;        // (B,C)  x[:, 0] after the last block
+    float* cls;        // (B,C)  x[:, head_position] after the last block
     float* lnf;        // (B,C)
     float* lnf_mean;   // (B)
     float* lnf_rstd;   // (B)
@@ -282,7 +285,7 @@ inline float model_forward(Model& model, const int* tokens, const float* targets
         matmul_forward(dev, a.fcproj + lc, fch_gelu, p.fcprojw + (size_t)l * C * c.MLP, p.fcprojb + l * C, BT, c.MLP, C);
         residual_forward(dev, a.residual3 + lc, a.residual2 + lc, a.fcproj + lc, (size_t)BT * C);
     }
-    cls_pick_forward(dev, a.cls, a.residual3 + (size_t)(c.L - 1) * BT * C, B, T, C);
+    pick_position_forward(dev, a.cls, a.residual3 + (size_t)(c.L - 1) * BT * C, B, T, C, c.head_position());
     layernorm_forward(dev, a.lnf, a.lnf_mean, a.lnf_rstd, a.cls, p.lnfw, p.lnfb, B, C);
     matmul_forward(dev, a.logits, a.lnf, p.headw, p.headb, B, C, c.OUT);
     if (c.head == HEAD_REGRESSION) mse_forward(dev, a.losses, a.logits, model.targets, B);
@@ -313,7 +316,7 @@ inline void model_backward(Model& model, int rows) {
     else crossentropy_backward(dev, d.logits, a.probs, model.targets, nullptr, (float)B, B, c.OUT);
     matmul_backward(dev, d.lnf, g.headw, g.headb, d.logits, a.lnf, p.headw, B, C, c.OUT);
     layernorm_backward(dev, d.cls, g.lnfw, g.lnfb, d.lnf, a.cls, p.lnfw, a.lnf_mean, a.lnf_rstd, B, C);
-    cls_pick_backward(dev, d.residual3 + (size_t)(c.L - 1) * BT * C, d.cls, B, T, C);
+    pick_position_backward(dev, d.residual3 + (size_t)(c.L - 1) * BT * C, d.cls, B, T, C, c.head_position());
     for (int l = c.L - 1; l >= 0; l--) {
         size_t lc = (size_t)l * BT * C;
         const float* x = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * BT * C;

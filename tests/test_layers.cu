@@ -104,17 +104,20 @@ TEST_CASE("residual backward passes the gradient to both inputs, accumulating") 
     CHECK(db == std::vector<double>{0.5, -1});
 }
 
-TEST_CASE("cls pick reads position 0 and its backward writes only there") {
+TEST_CASE("the position pick reads one position and its backward writes only there") {
     const int B = 2, T = 3, C = 2;
-    Rng rng(6);
-    auto inp = random_vector<double>(B * T * C, rng), w = random_vector<double>(B * C, rng);
-    std::vector<double> out(B * C), dinp(B * T * C, 0);
-    auto loss = [&] {
-        cls_pick_forward_cpu(out.data(), inp.data(), B, T, C);
-        return weighted_sum(out, w);
-    };
-    cls_pick_backward_cpu(dinp.data(), w.data(), B, T, C);
-    check_gradient("dinp", inp, dinp, loss);
+    for (int pos : {0, T - 1}) {
+        Rng rng(6);
+        auto inp = random_vector<double>(B * T * C, rng), w = random_vector<double>(B * C, rng);
+        std::vector<double> out(B * C), dinp(B * T * C, 0);
+        auto loss = [&] {
+            pick_position_forward_cpu(out.data(), inp.data(), B, T, C, pos);
+            return weighted_sum(out, w);
+        };
+        pick_position_backward_cpu(dinp.data(), w.data(), B, T, C, pos);
+        check_gradient("dinp", inp, dinp, loss);
+        CHECK(out[C] == inp[(T + pos) * C]);  // row 1 reads its position pos
+    }
 }
 
 TEST_CASE("mse backward matches finite differences") {

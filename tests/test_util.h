@@ -54,10 +54,11 @@ struct CommandResult {
     std::string out;  // stdout and stderr together
 };
 
-// Runs a shell command (from the repository root, where make test runs) and captures it.
-inline CommandResult run_command(const std::string& cmd) {
+// Runs a shell command (from the repository root, where make test runs) and captures its
+// stdout and stderr together, or only stderr.
+inline CommandResult run_command(const std::string& cmd, bool stderr_only = false) {
     CommandResult r{-1, ""};
-    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    FILE* p = popen((cmd + (stderr_only ? " 2>&1 >/dev/null" : " 2>&1")).c_str(), "r");
     if (!p) return r;
     char buf[4096];
     while (fgets(buf, sizeof buf, p)) r.out += buf;

@@ -1,17 +1,13 @@
 #!/usr/bin/python3
 """PyTorch cross-check of maskprior's forward and backward pass (DESIGN.md sections 2, 3, 6).
 
-    /usr/bin/python3 tests/torch_reference.py STATE.safetensors [With --causal and a head on position 0 (CLS), the loss sees only that position, which
-attends to itself alone: there the mask gradient is exactly 0 and the causal masking is
-tested for query 0 only.
-
---corrupt NAME]
+    /usr/bin/python3 tests/torch_reference.py STATE.safetensors [--corrupt NAME]
 
 STATE.safetensors is written by `./maskprior ... --dump-state STATE.safetensors`: the
 parameters, one batch (batch.inputs, batch.targets), its loss and every gradient (grad.<name>).
 This script builds the same transformer independently in PyTorch, in float64 (pre-LN blocks,
 attention scores q.k/sqrt(HS) + log sigmoid(M), causal masking when asked, GELU tanh form,
-final LayerNorm and head on position 0), loads the parameters, runs the batch forward and
+final LayerNorm and head on position 0, or on the last position when attention is causal), loads the parameters, runs the batch forward and
 lets autograd compute the gradients. It then checks, elementwise with the tolerance of
 DESIGN.md section 8 (|cpp - torch| <= 1e-4 + 1e-3 |torch|), the loss and every gradient,
 the mask's included. It also fails on NaN/Inf, on a gradient in the file that the model does
@@ -104,7 +100,8 @@ def model_loss(p, cfg, tokens, targets):
         m = F.layer_norm(x, (C,), p[h + "ln2.weight"], p[h + "ln2.bias"], eps=1e-5)
         m = F.gelu(F.linear(m, p[h + "mlp.fc.weight"], p[h + "mlp.fc.bias"]), approximate="tanh")
         x = x + F.linear(m, p[h + "mlp.proj.weight"], p[h + "mlp.proj.bias"])
-    cls = F.layer_norm(x[:, 0], (C,), p["ln_f.weight"], p["ln_f.bias"], eps=1e-5)  # (B,C)
+    pos = x.shape[1] - 1 if cfg["causal"] else 0  # the head reads CLS; causal: the last position
+    cls = F.layer_norm(x[:, pos], (C,), p["ln_f.weight"], p["ln_f.bias"], eps=1e-5)  # (B,C)
     out = F.linear(cls, p["head.weight"], p["head.bias"])  # (B,OUT)
     if cfg["head_type"] == "regression":
         return ((out[:, 0] - targets) ** 2).mean()

@@ -6,3 +6,6 @@
 #include "test_attention.cu"
 #include "test_model.cu"
 #include "test_tasks.cu"
+#include "test_cli.cu"
+#include "test_torch.cu"
+#include "test_gpu.cu"

@@ -1,0 +1,142 @@
+// The program as a user meets it: its answers to bad input (one line, exit code 2), the
+// files a run leaves, checkpoint round trips, and bit-exact resume. Runs ./maskprior.
+#include <fstream>
+#include "test_util.h"
+#include "safetensors.cuh"
+
+static const std::string TINY = "./maskprior --device cpu --width 8 --layers 1 --heads 2 --head-size 4 --mlp 8 ";
+
+// A bad command must answer with exactly one line on stderr, "maskprior: error: ...", exit 2.
+static void expect_error(const std::string& args, const std::string& words) {
+    CommandResult r = run_command(TINY + args, true);
+    CAPTURE(args);
+    CAPTURE(r.out);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.rfind("maskprior: error: ", 0) == 0);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+    CHECK(r.out.find(words) != std::string::npos);
+}
+
+TEST_CASE("bad command lines get one clear line and exit code 2") {
+    expect_error("--frobnicate 3", "unknown flag --frobnicate");
+    expect_error("--steps", "--steps needs a value");
+    expect_error("--width abc", "--width expects a whole number");
+    expect_error("--width 12x", "--width expects a whole number");
+    expect_error("--width 0", "--width must be at least 1");
+    expect_error("--heads -2", "--heads must be at least 1");
+    expect_error("--batch 0", "--batch must be at least 1");
+    expect_error("--lr 0", "--lr must be greater than 0");
+    expect_error("--lr nan", "--lr expects a number");
+    expect_error("--task parity9", "--task must be one of");
+    expect_error("--init qk-magic", "--init must be one of");
+    expect_error("--device tpu", "--device must be one of");
+    expect_error("--steps 10 --epochs 2", "not both");
+    expect_error("--mask-per-head", "--mask-per-head needs --init mask");
+    expect_error("--batch 100000000 --width 4096", "too large");
+    expect_error("stray", "unexpected argument");
+    if (!gpu_available()) expect_error("--device cuda", "no CUDA GPU");
+}
+
+TEST_CASE("bad checkpoints get one clear line and exit code 2") {
+    expect_error("--resume /nonexistent/model.safetensors", "cannot open");
+    { std::ofstream("/tmp/maskprior_garbage.safetensors") << "not a checkpoint at all, no no"; }
+    expect_error("--resume /tmp/maskprior_garbage.safetensors", "not a safetensors file");
+    {   // a valid length followed by broken JSON
+        std::ofstream f("/tmp/maskprior_badjson.safetensors", std::ios::binary);
+        uint64_t n = 10;
+        f.write((const char*)&n, 8);
+        f << "{\"a\": [1, ";
+    }
+    expect_error("--resume /tmp/maskprior_badjson.safetensors", "corrupt header");
+
+    // a real checkpoint, then the same file cut short, and a run of another shape
+    REQUIRE(run_command(TINY + "--task maj3 --steps 2 --out /tmp/maskprior_ck").exit_code == 0);
+    std::ifstream in("/tmp/maskprior_ck/model.safetensors", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream("/tmp/maskprior_cut.safetensors", std::ios::binary) << bytes.substr(0, bytes.size() - 100);
+    expect_error("--task maj3 --steps 4 --resume /tmp/maskprior_cut.safetensors", "outside the file");
+    CommandResult r = run_command("./maskprior --device cpu --width 16 --layers 1 --heads 2 --head-size 4 --mlp 8 "
+                                  "--steps 4 --resume /tmp/maskprior_ck/model.safetensors", true);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.find("width=8, but this run has width=16") != std::string::npos);
+    expect_error("--task 2parity --steps 4 --resume /tmp/maskprior_ck/model.safetensors", "task=maj3");
+}
+
+TEST_CASE("a run leaves metrics.json, log.jsonl and a checkpoint with the documented tensors") {
+    CommandResult r = run_command(TINY + "--task 2parity --init mask --mask-per-head --steps 4 --eval-every 2 "
+                                         "--out /tmp/maskprior_files");
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("training on the CPU") != std::string::npos);
+    std::ifstream metrics_file("/tmp/maskprior_files/metrics.json");
+    nlohmann::json metrics = nlohmann::json::parse(metrics_file);
+    for (const char* key : {"task", "init", "seed", "steps", "device", "seconds", "acc_cube", "acc_unseen",
+                            "exact_cube", "mse_cube", "mse_unseen", "mdi_agreement", "prior_mass"})
+        CHECK_MESSAGE(metrics.contains(key), key);
+    CHECK(metrics["prior_mass"].size() == 1);
+    std::ifstream log("/tmp/maskprior_files/log.jsonl");
+    int lines = 0;
+    for (std::string line; std::getline(log, line); lines++) CHECK(nlohmann::json::parse(line).contains("step"));
+    CHECK(lines == 3);  // steps 0, 2, 4
+
+    StFile ck = safetensors_read("/tmp/maskprior_files/model.safetensors");
+    CHECK(ck.metadata["mask"] == "head");
+    CHECK(ck.metadata["step"] == "4");
+    CHECK(ck.metadata["head_type"] == "regression");
+    const std::pair<const char*, std::vector<int64_t>> expected[] = {
+        {"wte", {3, 8}}, {"wpe", {16, 8}}, {"h.0.ln1.weight", {8}}, {"h.0.attn.qkv.weight", {24, 8}},
+        {"h.0.attn.qkv.bias", {24}}, {"h.0.attn.mask", {2, 16, 16}}, {"h.0.attn.proj.weight", {8, 8}},
+        {"h.0.mlp.fc.weight", {8, 8}}, {"h.0.mlp.proj.bias", {8}}, {"ln_f.bias", {8}}, {"head.weight", {1, 8}},
+        {"opt.m.head.bias", {1}}, {"opt.v.h.0.attn.mask", {2, 16, 16}}};
+    for (const auto& entry : expected) {
+        const char* name = entry.first;
+        const std::vector<int64_t>& shape = entry.second;
+        const StTensor* t = ck.find(name);
+        REQUIRE_MESSAGE(t, name);
+        CHECK(t->shape == shape);
+    }
+}
+
+TEST_CASE("--resume continues a run bit-exactly") {
+    const std::string run = TINY + "--task cyclic3 --init mask --seed 3 --eval-every 100 ";
+    REQUIRE(run_command(run + "--steps 12 --out /tmp/maskprior_whole").exit_code == 0);
+    REQUIRE(run_command(run + "--steps 5 --out /tmp/maskprior_half").exit_code == 0);
+    REQUIRE(run_command(run + "--steps 12 --out /tmp/maskprior_half "
+                              "--resume /tmp/maskprior_half/model.safetensors").exit_code == 0);
+    StFile whole = safetensors_read("/tmp/maskprior_whole/model.safetensors");
+    StFile resumed = safetensors_read("/tmp/maskprior_half/model.safetensors");
+    REQUIRE(whole.tensors.size() == resumed.tensors.size());
+    for (const StTensor& t : whole.tensors) {
+        const StTensor* u = resumed.find(t.name);
+        REQUIRE(u);
+        CHECK_MESSAGE(memcmp(t.data.data(), u->data.data(), t.data.size() * sizeof(float)) == 0, t.name);
+    }
+    CHECK(resumed.metadata["adam_t"] == "12");
+}
+
+TEST_CASE("--dump-state writes the batch, the loss and a gradient for every parameter") {
+    REQUIRE(run_command(TINY + "--task maj3 --init mask --batch 5 --dump-state /tmp/maskprior_dump.safetensors")
+                .exit_code == 0);
+    StFile dump = safetensors_read("/tmp/maskprior_dump.safetensors");
+    CHECK(dump.find("batch.inputs")->shape == std::vector<int64_t>{5, 16});
+    CHECK(dump.find("batch.targets")->shape == std::vector<int64_t>{5});
+    REQUIRE(dump.find("loss"));
+    CHECK(std::isfinite(dump.find("loss")->data[0]));
+    int params = 0;
+    for (const StTensor& t : dump.tensors)
+        if (t.name == "wte" || t.name == "wpe" || t.name.rfind("h.", 0) == 0 || t.name.rfind("ln_f", 0) == 0 ||
+            t.name.rfind("head", 0) == 0) {
+            params++;
+            CHECK_MESSAGE(dump.find("grad." + t.name), t.name);
+        }
+    CHECK(params == 2 + 13 + 4);  // wte wpe, 13 per layer (mask included), ln_f and head
+}
+
+TEST_CASE("one seed, one result: two CPU runs of the program write identical checkpoints") {
+    const std::string run = TINY + "--task maj3 --init mask --steps 6 --eval-every 100 ";
+    REQUIRE(run_command(run + "--out /tmp/maskprior_rep1").exit_code == 0);
+    REQUIRE(run_command("OMP_NUM_THREADS=1 " + run + "--out /tmp/maskprior_rep2").exit_code == 0);
+    StFile a = safetensors_read("/tmp/maskprior_rep1/model.safetensors");
+    StFile b = safetensors_read("/tmp/maskprior_rep2/model.safetensors");
+    for (const StTensor& t : a.tensors)
+        CHECK_MESSAGE(memcmp(t.data.data(), b.find(t.name)->data.data(), t.data.size() * 4) == 0, t.name);
+}

@@ -1,0 +1,261 @@
+// GPU kernels against their CPU reference (DESIGN.md section 8), on awkward shapes and on the
+// real ones; a whole training step GPU vs CPU; a short GPU run that must learn. Every case
+// skips itself when there is no GPU (make test on a CPU machine); make gpu-check runs them.
+#include <fstream>
+#include "test_util.h"
+#include "init.cuh"
+#include "safetensors.cuh"
+#include "tasks/boolean.h"
+
+static const bool NO_GPU = !gpu_available();
+
+// A float buffer on the GPU, filled from the host, read back with get().
+struct GpuBuffer {
+    float* ptr = nullptr;
+    size_t n;
+    explicit GpuBuffer(const std::vector<float>& host) : n(host.size()) {
+        ptr = buffer_alloc(DEVICE_GPU, n);
+        buffer_copy(ptr, DEVICE_GPU, host.data(), DEVICE_CPU, n);
+    }
+    std::vector<float> get() const {
+        std::vector<float> host(n);
+        buffer_copy(host.data(), DEVICE_CPU, ptr, DEVICE_GPU, n);
+        return host;
+    }
+    ~GpuBuffer() { buffer_free(DEVICE_GPU, ptr); }
+};
+
+struct GpuTokens {
+    int* ptr = nullptr;
+    explicit GpuTokens(const std::vector<int>& host) {
+        cudaCheck(cudaMalloc(&ptr, host.size() * sizeof(int)));
+        cudaCheck(cudaMemcpy(ptr, host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice));
+    }
+    ~GpuTokens() { cudaCheck(cudaFree(ptr)); }
+};
+
+// Elementwise kernels: 1e-5; reductions and matmuls: 1e-4 absolute + 1e-3 relative. NaN fails.
+static const double ELEMENTWISE = 1e-5, REDUCTION = 1e-4;
+
+static void expect_close(const char* what, const std::vector<float>& gpu, const std::vector<float>& cpu, double atol) {
+    REQUIRE(gpu.size() == cpu.size());
+    const double rtol = atol == ELEMENTWISE ? 0 : 1e-3;
+    for (size_t i = 0; i < cpu.size(); i++) {
+        double err = std::fabs((double)gpu[i] - cpu[i]);
+        if (!(err <= atol + rtol * std::fabs(cpu[i]))) {
+            FAIL_CHECK(std::string(what) << "[" << i << "]: gpu " << gpu[i] << " vs cpu " << cpu[i]);
+            return;
+        }
+    }
+}
+
+struct Shape { int B, T, C, OC; };
+static const Shape SHAPES[] = {{3, 7, 13, 29}, {1, 1, 1, 1}, {64, 16, 32, 96}, {256, 16, 256, 768}};
+
+TEST_CASE("GPU embedding, layernorm, gelu, residual and position pick match the CPU" * doctest::skip(NO_GPU)) {
+    for (Shape s : SHAPES) {
+        CAPTURE(s.B); CAPTURE(s.T); CAPTURE(s.C);
+        const int V = 5, N = s.B * s.T;
+        Rng rng(1);
+        std::vector<int> tokens(N);
+        for (auto& t : tokens) t = rng.below(V);
+        auto wte = random_vector<float>(V * s.C, rng), wpe = random_vector<float>(s.T * s.C, rng);
+        auto x = random_vector<float>((size_t)N * s.C, rng, 2), dout = random_vector<float>((size_t)N * s.C, rng);
+        auto w = random_vector<float>(s.C, rng), b = random_vector<float>(s.C, rng);
+        auto acc = random_vector<float>((size_t)N * s.C, rng);  // backward accumulates into this
+        GpuTokens g_tokens(tokens);
+        GpuBuffer g_wte(wte), g_wpe(wpe), g_x(x), g_dout(dout), g_w(w), g_b(b);
+
+        std::vector<float> out((size_t)N * s.C), dwte(V * s.C, 0), dwpe(s.T * s.C, 0);
+        GpuBuffer g_out(out), g_dwte(dwte), g_dwpe(dwpe);
+        embedding_forward_cpu(out.data(), tokens.data(), wte.data(), wpe.data(), s.B, s.T, s.C);
+        embedding_forward(DEVICE_GPU, g_out.ptr, g_tokens.ptr, g_wte.ptr, g_wpe.ptr, s.B, s.T, s.C);
+        expect_close("embedding out", g_out.get(), out, ELEMENTWISE);
+        embedding_backward_cpu(dwte.data(), dwpe.data(), dout.data(), tokens.data(), s.B, s.T, s.C);
+        embedding_backward(DEVICE_GPU, g_dwte.ptr, g_dwpe.ptr, g_dout.ptr, g_tokens.ptr, s.B, s.T, s.C);
+        expect_close("dwte", g_dwte.get(), dwte, REDUCTION);
+        expect_close("dwpe", g_dwpe.get(), dwpe, REDUCTION);
+
+        std::vector<float> mean(N), rstd(N), dx = acc, dw(s.C, 0.5f), db(s.C, -0.5f);
+        GpuBuffer g_mean(mean), g_rstd(rstd), g_dx(dx), g_dw(dw), g_db(db);
+        layernorm_forward_cpu(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, s.C);
+        layernorm_forward(DEVICE_GPU, g_out.ptr, g_mean.ptr, g_rstd.ptr, g_x.ptr, g_w.ptr, g_b.ptr, N, s.C);
+        expect_close("layernorm out", g_out.get(), out, REDUCTION);
+        expect_close("layernorm rstd", g_rstd.get(), rstd, REDUCTION);
+        layernorm_backward_cpu(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), mean.data(),
+                               rstd.data(), N, s.C);
+        layernorm_backward(DEVICE_GPU, g_dx.ptr, g_dw.ptr, g_db.ptr, g_dout.ptr, g_x.ptr, g_w.ptr, g_mean.ptr,
+                           g_rstd.ptr, N, s.C);
+        expect_close("layernorm dinp", g_dx.get(), dx, REDUCTION);
+        expect_close("layernorm dweight", g_dw.get(), dw, REDUCTION);
+        expect_close("layernorm dbias", g_db.get(), db, REDUCTION);
+
+        size_t n = (size_t)N * s.C;
+        std::vector<float> dgelu = acc;
+        GpuBuffer g_dgelu(dgelu);
+        gelu_forward_cpu(out.data(), x.data(), n);
+        gelu_forward(DEVICE_GPU, g_out.ptr, g_x.ptr, n);
+        expect_close("gelu out", g_out.get(), out, ELEMENTWISE);
+        gelu_backward_cpu(dgelu.data(), x.data(), dout.data(), n);
+        gelu_backward(DEVICE_GPU, g_dgelu.ptr, g_x.ptr, g_dout.ptr, n);
+        expect_close("gelu dinp", g_dgelu.get(), dgelu, ELEMENTWISE);
+
+        std::vector<float> da = acc, dbb = dout;
+        GpuBuffer g_da(da), g_dbb(dbb);
+        residual_forward_cpu(out.data(), x.data(), acc.data(), n);
+        residual_forward(DEVICE_GPU, g_out.ptr, g_x.ptr, g_da.ptr, n);
+        expect_close("residual out", g_out.get(), out, ELEMENTWISE);
+        residual_backward_cpu(da.data(), dbb.data(), x.data(), n);
+        residual_backward(DEVICE_GPU, g_da.ptr, g_dbb.ptr, g_x.ptr, n);
+        expect_close("residual da", g_da.get(), da, ELEMENTWISE);
+        expect_close("residual db", g_dbb.get(), dbb, ELEMENTWISE);
+
+        for (int pos : {0, s.T - 1}) {
+            std::vector<float> picked((size_t)s.B * s.C), dpick = acc;
+            GpuBuffer g_picked(picked), g_dpick(dpick);
+            pick_position_forward_cpu(picked.data(), x.data(), s.B, s.T, s.C, pos);
+            pick_position_forward(DEVICE_GPU, g_picked.ptr, g_x.ptr, s.B, s.T, s.C, pos);
+            expect_close("pick out", g_picked.get(), picked, ELEMENTWISE);
+            pick_position_backward_cpu(dpick.data(), x.data(), s.B, s.T, s.C, pos);  // x as dout (B,C) rows
+            pick_position_backward(DEVICE_GPU, g_dpick.ptr, g_x.ptr, s.B, s.T, s.C, pos);
+            expect_close("pick dinp", g_dpick.get(), dpick, ELEMENTWISE);
+        }
+    }
+}
+
+TEST_CASE("GPU matmul (cuBLAS) matches the CPU loops, with and without bias" * doctest::skip(NO_GPU)) {
+    for (Shape s : SHAPES)
+        for (bool with_bias : {true, false}) {
+            CAPTURE(s.C); CAPTURE(s.OC); CAPTURE(with_bias);
+            const int N = s.B * s.T;
+            Rng rng(2);
+            auto x = random_vector<float>((size_t)N * s.C, rng), W = random_vector<float>((size_t)s.OC * s.C, rng);
+            auto bias = random_vector<float>(s.OC, rng), dout = random_vector<float>((size_t)N * s.OC, rng);
+            std::vector<float> out((size_t)N * s.OC), dx = random_vector<float>((size_t)N * s.C, rng);
+            std::vector<float> dW = random_vector<float>((size_t)s.OC * s.C, rng), db = random_vector<float>(s.OC, rng);
+            GpuBuffer g_x(x), g_W(W), g_bias(bias), g_dout(dout), g_out(out), g_dx(dx), g_dW(dW), g_db(db);
+            matmul_forward_cpu(out.data(), x.data(), W.data(), with_bias ? bias.data() : nullptr, N, s.C, s.OC);
+            matmul_forward(DEVICE_GPU, g_out.ptr, g_x.ptr, g_W.ptr, with_bias ? g_bias.ptr : nullptr, N, s.C, s.OC);
+            expect_close("matmul out", g_out.get(), out, REDUCTION);
+            matmul_backward_cpu(dx.data(), dW.data(), with_bias ? db.data() : nullptr, dout.data(), x.data(),
+                                W.data(), N, s.C, s.OC);
+            matmul_backward(DEVICE_GPU, g_dx.ptr, g_dW.ptr, with_bias ? g_db.ptr : nullptr, g_dout.ptr, g_x.ptr,
+                            g_W.ptr, N, s.C, s.OC);
+            expect_close("matmul dinp", g_dx.get(), dx, REDUCTION);
+            expect_close("matmul dweight", g_dW.get(), dW, REDUCTION);
+            expect_close("matmul dbias", g_db.get(), db, REDUCTION);
+        }
+}
+
+TEST_CASE("GPU losses and AdamW match the CPU" * doctest::skip(NO_GPU)) {
+    for (int N : {1, 7, 256}) {
+        const int V = 11;
+        Rng rng(3);
+        auto pred = random_vector<float>(N, rng), targets = random_vector<float>(N, rng);
+        auto logits = random_vector<float>((size_t)N * V, rng, 4), weights = random_vector<float>(N, rng);
+        std::vector<float> classes(N);
+        for (int n = 0; n < N; n++) { classes[n] = (float)rng.below(V); weights[n] = weights[n] > 0; }
+        std::vector<float> losses(N), dpred = random_vector<float>(N, rng);
+        GpuBuffer g_pred(pred), g_targets(targets), g_losses(losses), g_dpred(dpred);
+        mse_forward_cpu(losses.data(), pred.data(), targets.data(), N);
+        mse_forward(DEVICE_GPU, g_losses.ptr, g_pred.ptr, g_targets.ptr, N);
+        expect_close("mse losses", g_losses.get(), losses, ELEMENTWISE);
+        mse_backward_cpu(dpred.data(), pred.data(), targets.data(), N);
+        mse_backward(DEVICE_GPU, g_dpred.ptr, g_pred.ptr, g_targets.ptr, N);
+        expect_close("mse dpred", g_dpred.get(), dpred, ELEMENTWISE);
+
+        std::vector<float> probs((size_t)N * V), dlogits = random_vector<float>((size_t)N * V, rng);
+        GpuBuffer g_logits(logits), g_classes(classes), g_weights(weights), g_probs(probs), g_dlogits(dlogits);
+        crossentropy_forward_cpu(losses.data(), probs.data(), logits.data(), classes.data(), weights.data(), N, V);
+        crossentropy_forward(DEVICE_GPU, g_losses.ptr, g_probs.ptr, g_logits.ptr, g_classes.ptr, g_weights.ptr, N, V);
+        expect_close("cross-entropy losses", g_losses.get(), losses, REDUCTION);
+        expect_close("cross-entropy probs", g_probs.get(), probs, REDUCTION);
+        crossentropy_backward_cpu(dlogits.data(), probs.data(), classes.data(), weights.data(), 3.0f, N, V);
+        crossentropy_backward(DEVICE_GPU, g_dlogits.ptr, g_probs.ptr, g_classes.ptr, g_weights.ptr, 3.0f, N, V);
+        expect_close("cross-entropy dlogits", g_dlogits.get(), dlogits, REDUCTION);
+
+        auto p = random_vector<float>(N, rng), m = random_vector<float>(N, rng), v = random_vector<float>(N, rng, 1);
+        for (auto& x : v) x = std::fabs(x);
+        auto g = random_vector<float>(N, rng);
+        GpuBuffer g_p(p), g_m(m), g_v(v), g_g(g);
+        AdamWSettings settings;
+        adamw_cpu(p.data(), m.data(), v.data(), g.data(), N, settings, 0.01f, 7);
+        adamw_update(DEVICE_GPU, g_p.ptr, g_m.ptr, g_v.ptr, g_g.ptr, N, settings, 0.01f, 7);
+        expect_close("adamw params", g_p.get(), p, ELEMENTWISE);
+        expect_close("adamw m", g_m.get(), m, ELEMENTWISE);
+        expect_close("adamw v", g_v.get(), v, ELEMENTWISE);
+    }
+}
+
+TEST_CASE("GPU attention matches the CPU, mask gradient included" * doctest::skip(NO_GPU)) {
+    const AttentionShape shapes[] = {{3, 7, 3, 5, 0, false}, {3, 7, 3, 5, 1, false}, {2, 9, 2, 4, 2, true},
+                                     {1, 1, 1, 1, 1, false}, {64, 16, 2, 16, 1, false}, {256, 16, 6, 64, 6, false},
+                                     {32, 65, 3, 64, 1, false}, {16, 33, 4, 8, 4, true}};
+    for (AttentionShape s : shapes) {
+        CAPTURE(s.B); CAPTURE(s.T); CAPTURE(s.NH); CAPTURE(s.HS); CAPTURE(s.mask_heads); CAPTURE(s.causal);
+        Rng rng(4);
+        const size_t rows = (size_t)s.B * s.T, att_n = (size_t)s.B * s.NH * s.T * s.T;
+        auto qkv = random_vector<float>(rows * 3 * s.NH * s.HS, rng);
+        auto mask = random_vector<float>((size_t)std::max(1, s.mask_heads) * s.T * s.T, rng, 4);
+        auto dout = random_vector<float>(rows * s.NH * s.HS, rng);
+        std::vector<float> out(rows * s.NH * s.HS), att(att_n), dpreatt(att_n);
+        auto dqkv = random_vector<float>(qkv.size(), rng), dmask = random_vector<float>(mask.size(), rng);
+        GpuBuffer g_qkv(qkv), g_mask(mask), g_dout(dout), g_out(out), g_att(att), g_dpreatt(dpreatt);
+        GpuBuffer g_dqkv(dqkv), g_dmask(dmask);
+        const float* m = s.mask_heads ? mask.data() : nullptr;
+        const float* gm = s.mask_heads ? g_mask.ptr : nullptr;
+        attention_forward_cpu(out.data(), att.data(), qkv.data(), m, s);
+        attention_forward(DEVICE_GPU, g_out.ptr, g_att.ptr, g_qkv.ptr, gm, s);
+        expect_close("attention out", g_out.get(), out, REDUCTION);
+        expect_close("attention weights", g_att.get(), att, REDUCTION);
+        attention_backward_cpu(dqkv.data(), dmask.data(), dpreatt.data(), dout.data(), qkv.data(), att.data(), m, s);
+        attention_backward(DEVICE_GPU, g_dqkv.ptr, g_dmask.ptr, g_dpreatt.ptr, g_dout.ptr, g_qkv.ptr, g_att.ptr, gm, s);
+        expect_close("attention dqkv", g_dqkv.get(), dqkv, REDUCTION);
+        expect_close("attention dmask", g_dmask.get(), dmask, REDUCTION);
+    }
+}
+
+// Three AdamW steps of the same model from the same weights on both devices.
+TEST_CASE("a whole training step on the GPU matches the CPU; two GPU runs are bit-identical" * doctest::skip(NO_GPU)) {
+    BooleanTask task("cyclic3");
+    Config c;
+    c.V = 3; c.T = 16; c.C = 24; c.L = 2; c.NH = 3; c.HS = 8; c.MLP = 40; c.mask_heads = 3;
+    const int B = 32;
+    std::vector<float> init(param_count(c));
+    Rng rng(5);
+    init_default(c, init.data(), rng);
+    init_mask_from_structure(c, init.data(), task.structure(), 1.5f);
+    std::vector<int> tokens((size_t)B * c.T);
+    std::vector<float> y(B);
+    for (int b = 0; b < B; b++) task.train_example(b * 37, &tokens[b * c.T], &y[b]);
+    std::vector<float> result[3];
+    float losses[3];
+    const Device devices[3] = {DEVICE_CPU, DEVICE_GPU, DEVICE_GPU};
+    for (int run = 0; run < 3; run++) {
+        Model model;
+        model_build(model, c, devices[run], B);
+        buffer_copy(model.params_mem, model.dev, init.data(), DEVICE_CPU, model.num_params);
+        for (int step = 0; step < 3; step++) {
+            losses[run] = model_forward(model, tokens.data(), y.data(), B);
+            model_zero_grad(model);
+            model_backward(model, B);
+            model_update(model);
+        }
+        result[run].resize(model.num_params);
+        buffer_copy(result[run].data(), DEVICE_CPU, model.params_mem, model.dev, model.num_params);
+        model_free(model);
+    }
+    CHECK(losses[1] == doctest::Approx(losses[0]).epsilon(1e-4));
+    expect_close("parameters after 3 steps", result[1], result[0], REDUCTION);
+    CHECK(memcmp(result[1].data(), result[2].data(), result[1].size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("a short GPU training run on maj3 fits the seen domain" * doctest::skip(NO_GPU)) {
+    CommandResult r = run_command("./maskprior --device cuda --task maj3 --init mask --steps 400 --eval-every 400 "
+                                  "--out /tmp/maskprior_gpu_run");
+    REQUIRE_MESSAGE(r.exit_code == 0, r.out);
+    std::ifstream f("/tmp/maskprior_gpu_run/metrics.json");
+    nlohmann::json metrics = nlohmann::json::parse(f);
+    CHECK(metrics["final_loss"].get<double>() < 0.05);
+    CHECK(metrics["device"].get<std::string>().find("CUDA") != std::string::npos);
+}

@@ -1,0 +1,48 @@
+// The cross-check against PyTorch: ./maskprior --dump-state writes one batch's parameters,
+// loss and gradients; tests/torch_reference.py recomputes them with autograd in float64 and
+// compares every tensor. Mask shared and per head, causal and not; c = 1.5 so that the mask
+// gradient is large enough to be checked for real (at c = 6, σ(-6) shrinks it below 1e-4).
+#include "test_util.h"
+
+// Debian's python3 has python3-torch; elsewhere (the GPU machine) $MASKPRIOR_PYTHON names one with torch.
+static const std::string PYTHON_BIN = getenv("MASKPRIOR_PYTHON") ? getenv("MASKPRIOR_PYTHON") : "/usr/bin/python3";
+static const std::string PYTHON = PYTHON_BIN + " tests/torch_reference.py ";
+
+static void cross_check(const std::string& args, const std::string& file) {
+    CommandResult dump = run_command("./maskprior --device cpu --batch 16 " + args + " --dump-state " + file);
+    REQUIRE_MESSAGE(dump.exit_code == 0, dump.out);
+    CommandResult check = run_command(PYTHON + file);
+    CAPTURE(args);
+    CAPTURE(check.out);
+    CHECK(check.exit_code == 0);
+    CHECK(check.out.find("PASS") != std::string::npos);
+}
+
+TEST_CASE("every gradient matches PyTorch autograd") {
+    REQUIRE_MESSAGE(run_command(PYTHON_BIN + " -c 'import torch'").exit_code == 0,
+                    "Debian's python3-torch is missing: make deps installs it");
+    SUBCASE("no mask") { cross_check("--task maj3", "/tmp/maskprior_x1.safetensors"); }
+    SUBCASE("shared mask") { cross_check("--task maj3 --init mask --mask-c 1.5", "/tmp/maskprior_x2.safetensors"); }
+    SUBCASE("per-head mask, 3 layers, head size != width / heads") {
+        cross_check("--task cyclic3 --init mask --mask-per-head --mask-c 1.5 --heads 3 --head-size 8 --width 24 "
+                    "--layers 3", "/tmp/maskprior_x3.safetensors");
+    }
+    SUBCASE("causal, shared mask") {
+        cross_check("--task 2parity --init mask --causal --mask-c 1.5", "/tmp/maskprior_x4.safetensors");
+    }
+    SUBCASE("causal, per-head mask") {
+        cross_check("--task maj3 --init mask --causal --mask-per-head --mask-c 1.5 --layers 1",
+                    "/tmp/maskprior_x5.safetensors");
+    }
+}
+
+TEST_CASE("the PyTorch cross-check fails when a gradient is wrong") {
+    REQUIRE(run_command("./maskprior --device cpu --batch 16 --task maj3 --init mask --mask-c 1.5 "
+                        "--dump-state /tmp/maskprior_x6.safetensors").exit_code == 0);
+    for (const char* name : {"grad.h.1.attn.mask", "grad.wte", "loss"}) {
+        CommandResult r = run_command(PYTHON + "/tmp/maskprior_x6.safetensors --corrupt " + name);
+        CAPTURE(name);
+        CHECK(r.exit_code == 1);
+        CHECK(r.out.find("FAIL") != std::string::npos);
+    }
+}
