@@ -13,6 +13,9 @@ EXTRA_INCLUDE ?=
 # the Python with PyTorch: Debian's python3-torch lives in /usr/bin/python3
 PYTHON    ?= /usr/bin/python3
 export MASKPRIOR_PYTHON = $(PYTHON)
+# OpenMP threads that wait passively: libgomp's default spins, and on a machine where
+# anything else runs, spinning threads make a CPU run 10-50x slower (measured; README)
+export OMP_WAIT_POLICY ?= passive
 TASK      ?= maj3
 
 GENCODE   = -gencode arch=compute_$(ARCH),code=[sm_$(ARCH),compute_$(ARCH)]
@@ -22,7 +25,7 @@ NVCCFLAGS = -O3 -std=c++17 $(GENCODE) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march
 LDLIBS    = -lcublas -lgomp
 HEADERS   = $(wildcard *.cuh *.h tasks/*.h)
 
-.PHONY: all run test gpu-check bench deps clean
+.PHONY: all run test gpu-check gpu-include bench deps clean
 
 all: maskprior
 
@@ -44,6 +47,12 @@ test: deps maskprior tests/unit_tests
 
 gpu-check:
 	@sh tests/gpu_check.sh
+
+# Copies the headers of the Debian packages the build needs into gpu_include/ (git-ignored),
+# for a GPU machine without them: carry gpu_include there; gpu-check uses it when present.
+gpu-include: deps
+	mkdir -p gpu_include
+	cp -r /usr/include/doctest /usr/include/nlohmann gpu_include/
 
 bench: deps maskprior
 	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} $(PYTHON) tools/bench.py

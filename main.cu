@@ -268,6 +268,10 @@ int main(int argc, char** argv) {
             window_steps = 0;
         }
     }
+    if (start_step == steps) {  // resumed a finished run: nothing trained, evaluate what is there
+        ev = evaluate(model, *task, G);
+        print_evaluation((int)steps, ev);
+    }
     double seconds = now_seconds() - t_start;
 
     run_meta["step"] = std::to_string(steps);

@@ -5,7 +5,7 @@
 //   task     f(x)                              unseen domain       G (mask structure)
 //   2parity  x0 x1                             x0 = x1 = -1        {CLS,x0,x1} all pairs; self
 //   maj3     sign(x0 + x1 + x2)                x0 = x1 = -1        {CLS,x0,x1,x2} all pairs; self
-//   cyclic3  sum_i x_i x_{i+1} x_{i+2} (mod 15) x0 = x1 = x2 = -1   CLS with all; x_i with x_{i+1}, x_{i+2}
+//   cyclic3  sum_i x_i x_{i+1} x_{i+2} (mod 15) x0 = x1 = x2 = -1   CLS with all; x_i -> x_i, x_{i+1}, x_{i+2}
 //
 // The min-degree interpolator (MDI) is the lowest-degree function equal to f on the seen
 // domain; a transformer tends to drift to it on the unseen part. Sign accuracy of the MDI over
@@ -115,7 +115,10 @@ struct BooleanTask : Task {
                 {"mdi_acc_cube", mdi_correct / BOOL_POINTS}};
     }
 
-    // G over positions [CLS, x0..x14]: position 0 is CLS, position i+1 is bit x_i.
+    // G over positions [CLS, x0..x14]: position 0 is CLS, position i+1 is bit x_i; row = query.
+    // "All pairs" and "CLS with all" go both ways. cyclic3's bit x_i attends to the keys of its
+    // own monomial, x_i, x_{i+1}, x_{i+2}, one way: measured, this directed reading of DESIGN.md
+    // 4.1 fits cyclic3 better than the symmetric one (README, results).
     std::vector<float> structure() const override {
         const int T = seq_len;
         std::vector<float> G(T * T, 0.0f);
@@ -124,8 +127,8 @@ struct BooleanTask : Task {
         if (kind == BOOL_CYCLIC3) {
             for (int t = 0; t < T; t++) link(0, t);
             for (int i = 0; i < BOOL_BITS; i++) {
-                link(1 + i, 1 + (i + 1) % BOOL_BITS);
-                link(1 + i, 1 + (i + 2) % BOOL_BITS);
+                G[(1 + i) * T + 1 + (i + 1) % BOOL_BITS] = 1.0f;
+                G[(1 + i) * T + 1 + (i + 2) % BOOL_BITS] = 1.0f;
             }
         } else {
             int group = kind == BOOL_2PARITY ? 3 : 4;  // CLS and the bits f reads

@@ -28,7 +28,6 @@ import math
 import struct
 import sys
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -37,6 +36,7 @@ ATOL, RTOL = 1e-4, 1e-3
 
 def read_safetensors(path):
     """The tensors of a safetensors file (as float64 torch tensors) and its metadata."""
+    import numpy as np  # here, so that model_loss can be imported where numpy is missing
     with open(path, "rb") as f:
         (header_len,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(header_len))
@@ -82,7 +82,7 @@ def attention(x, qkv_weight, qkv_bias, mask, cfg):
     if mask is not None:  # (T,T) broadcasts over the heads; (NH,T,T) is one per head
         scores = scores + F.logsigmoid(mask)
     if cfg["causal"]:
-        future = torch.ones(T, T, dtype=torch.bool).triu(1)  # key j after query i
+        future = torch.ones(T, T, dtype=torch.bool, device=scores.device).triu(1)  # key j after query i
         scores = scores.masked_fill(future, float("-inf"))
     y = torch.softmax(scores, dim=-1) @ v  # (B,NH,T,HS)
     return y.transpose(1, 2).reshape(B, T, NH * HS)
