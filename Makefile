@@ -16,7 +16,10 @@ export MASKPRIOR_PYTHON = $(PYTHON)
 # OpenMP threads that wait passively: libgomp's default spins, and on a machine where
 # anything else runs, spinning threads make a CPU run 10-50x slower (measured; README)
 export OMP_WAIT_POLICY ?= passive
+# make run: the task, the seeds and the optimizer of the headline experiment
 TASK      ?= maj3
+SEEDS     ?= 1 2 3 4 5
+OPTIMIZER ?= adam
 
 GENCODE   = -gencode arch=compute_$(ARCH),code=[sm_$(ARCH),compute_$(ARCH)]
 INCLUDES  = -I. $(if $(EXTRA_INCLUDE),-I$(EXTRA_INCLUDE))
@@ -40,7 +43,7 @@ deps:
 	@sh tools/install-deps.sh
 
 run: deps maskprior
-	@sh experiments/headline.sh $(TASK)
+	@SEEDS="$(SEEDS)" OPTIMIZER=$(OPTIMIZER) sh experiments/headline.sh $(TASK)
 
 test: deps maskprior tests/unit_tests
 	@sh tests/run_all.sh

@@ -158,6 +158,7 @@ int main(int argc, char** argv) {
     Model model;
     model_build(model, cfg, dev, B);
     model.adam.lr = opt.lr;
+    model.adam.decoupled = opt.optimizer == "adamw";
     model.weight_decay = opt.wd;
     model.mask_weight_decay = opt.mask_wd;
 
@@ -169,19 +170,19 @@ int main(int argc, char** argv) {
         if (opt.init == "mask") init_mask_from_structure(cfg, host.data(), G, opt.mask_c);
         buffer_copy(model.params_mem, dev, host.data(), DEVICE_CPU, model.num_params);
     }
+    std::map<std::string, std::string> run_meta = {
+        {"task", opt.task}, {"init", opt.init}, {"seed", std::to_string(opt.seed)}, {"optimizer", opt.optimizer}};
     int64_t start_step = 0;
     if (!opt.resume.empty()) {
-        auto meta = checkpoint_load(opt.resume, model);
-        if (meta["task"] != opt.task || meta["init"] != opt.init || meta["seed"] != std::to_string(opt.seed))
-            fail("%s is a checkpoint of task=%s init=%s seed=%s; this run asks for task=%s init=%s seed=%llu",
-                 opt.resume.c_str(), meta["task"].c_str(), meta["init"].c_str(), meta["seed"].c_str(),
-                 opt.task.c_str(), opt.init.c_str(), (unsigned long long)opt.seed);
+        auto meta = checkpoint_load(opt.resume, model);  // checks the shapes itself
+        for (const auto& [key, want] : run_meta)
+            if (meta[key] != want)
+                fail("%s is a checkpoint of %s=%s; this run asks for %s=%s", opt.resume.c_str(), key.c_str(),
+                     meta[key].c_str(), key.c_str(), want.c_str());
         start_step = atoll(meta["step"].c_str());
         if (start_step > steps) fail("%s is at step %lld, past --steps %lld", opt.resume.c_str(),
                                      (long long)start_step, (long long)steps);
     }
-    std::map<std::string, std::string> run_meta = {
-        {"task", opt.task}, {"init", opt.init}, {"seed", std::to_string(opt.seed)}};
 
     EpochOrder order(opt.seed, train_n);
     Batch batch;
@@ -215,7 +216,10 @@ int main(int argc, char** argv) {
              " NH " + std::to_string(cfg.NH) + " HS " + std::to_string(cfg.HS) + " MLP " + std::to_string(cfg.MLP) +
              " T " + std::to_string(cfg.T) + (cfg.causal ? " causal" : "")).c_str());
     printf("| parameters       | %-44zu |\n", model.num_params);
-    printf("| optimizer        | AdamW lr %-9g wd %-9g mask wd %-9g |\n", opt.lr, opt.wd, opt.mask_wd);
+    char optimizer[64];
+    snprintf(optimizer, sizeof optimizer, "%s lr %g wd %g mask wd %g", opt.optimizer == "adamw" ? "AdamW" : "Adam+L2",
+             opt.lr, opt.wd, opt.mask_wd);
+    printf("| optimizer        | %-44s |\n", optimizer);
     printf("| batch, steps     | %-44s |\n", (std::to_string(B) + ", " + std::to_string(steps) + " (from " +
                                               std::to_string(start_step) + ")").c_str());
     printf("| seed             | %-44llu |\n", (unsigned long long)opt.seed);
@@ -277,7 +281,7 @@ int main(int argc, char** argv) {
     run_meta["step"] = std::to_string(steps);
     checkpoint_save(save_path, model, run_meta);
 
-    nlohmann::ordered_json metrics = {{"task", opt.task}, {"init", opt.init}, {"seed", opt.seed},
+    nlohmann::ordered_json metrics = {{"task", opt.task}, {"init", opt.init}, {"seed", opt.seed}, {"optimizer", opt.optimizer},
                                       {"steps", steps},   {"device", device_name(dev)}, {"seconds", seconds},
                                       {"final_loss", loss}};
     metrics.update(evaluation_json(ev));

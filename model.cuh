@@ -248,7 +248,7 @@ inline AttentionShape model_attention_shape(const Config& c, int B) {
 }
 
 // Forward pass on `rows` <= model.B examples: tokens (rows,T) and targets (rows), host memory.
-// Leaves the outputs in acts.logits and returns the mean loss.
+// Leaves the outputs in model_activations(model, rows).logits and returns the mean loss.
 inline float model_forward(Model& model, const int* tokens, const float* targets, int rows) {
     const Config& c = model.cfg;
     const Device dev = model.dev;

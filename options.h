@@ -11,6 +11,7 @@ struct Options {
     std::string task = "maj3";
     std::string init = "default";
     std::string device = "auto";
+    std::string optimizer = "adamw";
     uint64_t seed = 1;
     int64_t steps = 1500;
     double epochs = 0;  // > 0: overrides --steps with ceil(epochs * train_size / batch)
@@ -42,8 +43,10 @@ training
   --steps N           optimizer steps                                  (1500)
   --epochs E          instead of --steps: E passes over the training set
   --batch B           examples per step                                (64)
-  --lr LR             AdamW learning rate                              (1e-3)
-  --wd WD             AdamW weight decay, all weights but the mask     (1e-3)
+  --optimizer NAME    adamw (decoupled weight decay) | adam (weight decay
+                      as L2 in the gradient, torch.optim.Adam, GOTU's)  (adamw)
+  --lr LR             learning rate                                    (1e-3)
+  --wd WD             weight decay, all weights but the mask           (1e-3)
   --mask-wd WD        weight decay of the mask                         (0)
   --seed S            fixes init, data order and so the whole run      (1)
   --device D          auto | cpu | cuda (auto: the GPU if there is one) (auto)
@@ -97,7 +100,7 @@ inline Options parse_options(int argc, char** argv) {
         if (flag == "--causal") { o.causal = true; continue; }
         if (flag == "--tf32") { o.tf32 = true; continue; }
         if (flag.rfind("--", 0) != 0) fail("unexpected argument '%s' (see --help)", flag.c_str());
-        static const char* valued[] = {"--task", "--init", "--device", "--seed", "--steps", "--epochs", "--batch",
+        static const char* valued[] = {"--task", "--init", "--device", "--optimizer", "--seed", "--steps", "--epochs", "--batch",
                                        "--lr", "--wd", "--mask-wd", "--width", "--layers", "--heads",
                                        "--head-size", "--mlp", "--mask-c", "--eval-every", "--log-every", "--out",
                                        "--save", "--resume", "--dump-state"};
@@ -109,6 +112,7 @@ inline Options parse_options(int argc, char** argv) {
         if (flag == "--task") o.task = parse_choice(flag, value, {"2parity", "maj3", "cyclic3"});
         else if (flag == "--init") o.init = parse_choice(flag, value, {"default", "mask"});
         else if (flag == "--device") o.device = parse_choice(flag, value, {"auto", "cpu", "cuda"});
+        else if (flag == "--optimizer") o.optimizer = parse_choice(flag, value, {"adamw", "adam"});
         else if (flag == "--seed") o.seed = (uint64_t)parse_int(flag, value, 0);
         else if (flag == "--steps") { o.steps = parse_int(flag, value, 1); steps_given = true; }
         else if (flag == "--epochs") o.epochs = parse_real(flag, value, 0, false);

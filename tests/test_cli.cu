@@ -30,6 +30,7 @@ TEST_CASE("bad command lines get one clear line and exit code 2") {
     expect_error("--task parity9", "--task must be one of");
     expect_error("--init qk-magic", "--init must be one of");
     expect_error("--device tpu", "--device must be one of");
+    expect_error("--optimizer sgd", "--optimizer must be one of");
     expect_error("--steps 10 --epochs 2", "not both");
     expect_error("--mask-per-head", "--mask-per-head needs --init mask");
     expect_error("--batch 100000000 --width 4096", "too large");
@@ -60,6 +61,8 @@ TEST_CASE("bad checkpoints get one clear line and exit code 2") {
     CHECK(r.exit_code == 2);
     CHECK(r.out.find("width=8, but this run has width=16") != std::string::npos);
     expect_error("--task 2parity --steps 4 --resume /tmp/maskprior_ck/model.safetensors", "task=maj3");
+    expect_error("--task maj3 --optimizer adam --steps 4 --resume /tmp/maskprior_ck/model.safetensors",
+                 "optimizer=adamw");
 }
 
 TEST_CASE("a run leaves metrics.json, log.jsonl and a checkpoint with the documented tensors") {
@@ -97,7 +100,7 @@ TEST_CASE("a run leaves metrics.json, log.jsonl and a checkpoint with the docume
 }
 
 TEST_CASE("--resume continues a run bit-exactly") {
-    const std::string run = TINY + "--task cyclic3 --init mask --seed 3 --eval-every 100 ";
+    const std::string run = TINY + "--task cyclic3 --init mask --seed 3 --optimizer adam --eval-every 100 ";
     REQUIRE(run_command(run + "--steps 12 --out /tmp/maskprior_whole").exit_code == 0);
     REQUIRE(run_command(run + "--steps 5 --out /tmp/maskprior_half").exit_code == 0);
     REQUIRE(run_command(run + "--steps 12 --out /tmp/maskprior_half "

@@ -177,13 +177,17 @@ TEST_CASE("GPU losses and AdamW match the CPU" * doctest::skip(NO_GPU)) {
         auto p = random_vector<float>(N, rng), m = random_vector<float>(N, rng), v = random_vector<float>(N, rng, 1);
         for (auto& x : v) x = std::fabs(x);
         auto g = random_vector<float>(N, rng);
-        GpuBuffer g_p(p), g_m(m), g_v(v), g_g(g);
-        AdamWSettings settings;
-        adamw_cpu(p.data(), m.data(), v.data(), g.data(), N, settings, 0.01f, 7);
-        adamw_update(DEVICE_GPU, g_p.ptr, g_m.ptr, g_v.ptr, g_g.ptr, N, settings, 0.01f, 7);
-        expect_close("adamw params", g_p.get(), p, ELEMENTWISE);
-        expect_close("adamw m", g_m.get(), m, ELEMENTWISE);
-        expect_close("adamw v", g_v.get(), v, ELEMENTWISE);
+        for (bool decoupled : {true, false}) {
+            std::vector<float> p2 = p, m2 = m, v2 = v;
+            GpuBuffer g_p(p2), g_m(m2), g_v(v2), g_g(g);
+            AdamWSettings settings;
+            settings.decoupled = decoupled;
+            adamw_cpu(p2.data(), m2.data(), v2.data(), g.data(), N, settings, 0.01f, 7);
+            adamw_update(DEVICE_GPU, g_p.ptr, g_m.ptr, g_v.ptr, g_g.ptr, N, settings, 0.01f, 7);
+            expect_close("adamw params", g_p.get(), p2, ELEMENTWISE);
+            expect_close("adamw m", g_m.get(), m2, ELEMENTWISE);
+            expect_close("adamw v", g_v.get(), v2, ELEMENTWISE);
+        }
     }
 }
 

@@ -166,3 +166,13 @@ TEST_CASE("adamw: first step moves each weight by lr against its gradient's sign
     CHECK(p[0] == doctest::Approx(1.0 - 0.1 * (1 + 0.5 * 1.0)).epsilon(1e-6));
     CHECK(p[1] == doctest::Approx(-2.0 - 0.1 * (-1 + 0.5 * -2.0)).epsilon(1e-5));
 }
+
+TEST_CASE("adam with L2: the decay joins the gradient, so the first step is lr * sign(g + wd p)") {
+    std::vector<double> p = {1.0, -2.0}, m = {0, 0}, v = {0, 0}, g = {0.3, 0.5};
+    AdamWSettings s;
+    s.lr = 0.1f;
+    s.decoupled = false;
+    adamw_cpu(p.data(), m.data(), v.data(), g.data(), 2, s, 0.5f, 1);
+    CHECK(p[0] == doctest::Approx(1.0 - 0.1).epsilon(1e-6));   // g + wd p = 0.8 > 0
+    CHECK(p[1] == doctest::Approx(-2.0 + 0.1).epsilon(1e-6));  // g + wd p = -0.5 < 0
+}

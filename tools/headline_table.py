@@ -42,12 +42,13 @@ def main(runs_dir, task):
                     + [mass, f"{statistics.mean(r['seconds'] for r in runs):.0f}"])
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
-    print(f"\n{task}: mean over seeds (min-max); device: {by_init[next(iter(by_init))][0]['device']}")
+    first = by_init[next(iter(by_init))][0]
+    print(f"\n{task}, optimizer {first.get('optimizer', '?')}: mean over seeds (min-max); device: {first['device']}")
     print(line(header))
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for r in rows:
         print(line(r))
-    mdi = by_init[next(iter(by_init))][0]["mdi_acc_cube"]
+    mdi = first["mdi_acc_cube"]
     print(f"the min-degree interpolator itself: cube acc {mdi:.4f}")
 
 
