@@ -14,7 +14,7 @@ Method
   float32, its leaf tensors drawn like the C++ default init (init.cuh) with the mask ±6 from
   G, and torch.optim.AdamW, trained on random ±1 token batches made inside the loop, as the
   binary makes its own; BENCH_WARMUP_S (default 2) of warm-up, then 10 windows filling
-  BENCH_SECONDS. (torch_step and time_windows serve tools/bench_gpu.py as well.)
+  BENCH_SECONDS. (bench_maskprior, torch_step, time_windows serve tools/bench_gpu.py too.)
   Main row: OpenBLAS held to 1 thread, so the process runs OMP_NUM_THREADS threads in all,
   like the binary. Short extra rows: OpenBLAS's own pool of OMP_NUM_THREADS pthreads on top
   of torch's OpenMP pool (what a plain `import torch` gets), and 1 thread in all.
@@ -84,8 +84,8 @@ def bench_maskprior(args, seconds=SECONDS, log_every=50, expect=""):
     proc.terminate()
     proc.wait()
     if failed:
-        sys.exit("bench: maskprior failed (exit %s, expected a first line matching %r): %s\n%s\n%s"
-                 % (proc.returncode, expect, " ".join(cmd), first, "".join(out)))
+        why = "exit %s" % proc.returncode if re.search(expect, first) else "first line not matching %r" % expect
+        sys.exit("bench: maskprior failed (%s): %s\n%s\n%s" % (why, " ".join(cmd), first, "".join(out)))
     return rates[2:], log_every * (len(rates) - 2), first
 
 

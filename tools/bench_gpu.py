@@ -49,18 +49,18 @@ def maskprior_rate(m, init, device, seconds, log_every):
     return statistics.median(rates), first
 
 
-def compiled_rate(step_of, seconds, sync):
-    """(steps/s, note) of the compiled step; steps/s None when torch.compile is missing, fails
-    or takes more than COMPILE_CAP seconds."""
+def compiled_rate(make_step, seconds, sync):
+    """(steps/s, row name) of the step that make_step() builds with torch.compile; steps/s is
+    None when torch.compile is missing, fails or takes more than COMPILE_CAP seconds."""
     if not hasattr(torch, "compile"):
         return None, "torch.compile: not in torch %s" % torch.__version__
     torch._dynamo.reset()
-    step, t0 = step_of(True), time.perf_counter()
+    step, t0 = make_step(), time.perf_counter()
 
     def give_up(signum, frame):
         raise TimeoutError("compiling took more than %d s" % COMPILE_CAP)
     signal.signal(signal.SIGALRM, give_up)
-    signal.alarm(COMPILE_CAP)
+    signal.setitimer(signal.ITIMER_REAL, COMPILE_CAP, 1)  # again every second, should one be swallowed
     try:
         for _ in range(3):
             step()
@@ -70,7 +70,7 @@ def compiled_rate(step_of, seconds, sync):
             return None, "torch.compile: gave up after %d s of compiling" % COMPILE_CAP
         return None, "torch.compile failed: %s" % (str(e).strip().splitlines() or [type(e).__name__])[0][:45]
     finally:
-        signal.alarm(0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
     compile_s = time.perf_counter() - t0
     rates, _ = bench.time_windows(step, seconds, 0.5, sync=sync)
     return statistics.median(rates), "torch.compile (%.0f s to compile)" % compile_s
@@ -86,6 +86,8 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     sync = torch.cuda.synchronize if opt.device == "cuda" else (lambda: None)
+    if opt.device == "cpu":  # as bench.py's main row: OpenBLAS on 1 thread under torch's OpenMP pool
+        bench.blas_threads(bench.torch_sgemm_library(torch), 1)
     cfg = {"width": m["width"], "layers": m["layers"], "heads": m["heads"], "head_size": m["head_size"],
            "mlp": m["mlp"], "seq_len": 16, "vocab": 3, "out": 1, "causal": 0, "head_type": "regression"}
     t_start = time.perf_counter()
@@ -93,15 +95,14 @@ def main():
     ours = {v: maskprior_rate(m, init, opt.device, seconds, log_every) for v, init in VARIANTS.items()}
     rows = {v: [("maskprior", "", ours[v][0])] for v in VARIANTS}  # (name, summary word, steps/s)
 
-    def step_of(variant):
-        return lambda compile: bench.torch_step("2parity", dict(cfg, mask=variant), m["batch"], m["lr"], WD,
-                                                opt.device, compile)
+    def make_step(variant, compile=False):
+        return bench.torch_step("2parity", dict(cfg, mask=variant), m["batch"], m["lr"], WD, opt.device, compile)
     for v in VARIANTS:
-        rates, _ = bench.time_windows(step_of(v)(False), seconds, warmup_s, sync=sync)
+        rates, _ = bench.time_windows(make_step(v), seconds, warmup_s, sync=sync)
         rows[v].append(("PyTorch eager", "eager", statistics.median(rates)))
-    for v in VARIANTS:
-        rate, note = compiled_rate(step_of(v), seconds, sync)
-        rows[v].append((note, "compile", rate))
+    for v in VARIANTS:  # after every eager row: a compile cut short may leave workers behind
+        rate, name = compiled_rate(lambda: make_step(v, compile=True), seconds, sync)
+        rows[v].append((name, "compile", rate))
 
     print("maskprior GPU benchmark: task 2parity, B %d T 16 C %d L %d NH %d HS %d MLP %d, AdamW, fp32 (TF32 off), %s"
           % (m["batch"], m["width"], m["layers"], m["heads"], m["head_size"], m["mlp"], opt.device))
@@ -117,9 +118,12 @@ def main():
     print("device:    %s" % (torch.cuda.get_device_name() if opt.device == "cuda" else "CPU, %d threads" % bench.THREADS))
     print("maskprior: %s" % ours["layer"][1].split(": ", 1)[-1])
     print("PyTorch:   %s; the whole benchmark took %.0f s" % (torch.__version__, time.perf_counter() - t_start))
-    print("; ".join("maskprior " + ", ".join("%.2fx %s" % (ours[v][0] / rate, word) if rate else word + " n/a"
-                                             for _, word, rate in rows[v][1:]) + " (%s)" % ("mask" if v == "layer" else "no mask")
-                    for v in VARIANTS))
+    summary = []
+    for v in VARIANTS:
+        ratios = ["%.2fx %s" % (ours[v][0] / rate, word) if rate else word + " n/a" for _, word, rate in rows[v][1:]]
+        summary.append("%s (%s)" % (", ".join(ratios), "mask" if v == "layer" else "no mask"))
+    print("maskprior " + "; ".join(summary))
+
 
 if __name__ == "__main__":
     main()
