@@ -205,28 +205,28 @@ int main(int argc, char** argv) {
     if (!log) fail("cannot write %s/log.jsonl", out_dir.c_str());
 
     // startup table
-    double mb = 1.0 / (1 << 20);
-    printf("+------------------+----------------------------------------------+\n");
-    printf("| task             | %-44s |\n", (opt.task + " (train " + std::to_string(train_n) + ", eval " +
-                                                std::to_string(task->eval_size()) + ")").c_str());
-    printf("| init             | %-44s |\n", (opt.init + (cfg.mask_heads ? (cfg.mask_heads == 1 ?
-             ", mask shared by heads, c = " : ", mask per head, c = ") + std::to_string(opt.mask_c).substr(0, 4)
-             : std::string(""))).c_str());
-    printf("| model            | %-44s |\n", ("C " + std::to_string(cfg.C) + " L " + std::to_string(cfg.L) +
-             " NH " + std::to_string(cfg.NH) + " HS " + std::to_string(cfg.HS) + " MLP " + std::to_string(cfg.MLP) +
-             " T " + std::to_string(cfg.T) + (cfg.causal ? " causal" : "")).c_str());
-    printf("| parameters       | %-44zu |\n", model.num_params);
-    char optimizer[64];
-    snprintf(optimizer, sizeof optimizer, "%s lr %g wd %g mask wd %g", opt.optimizer == "adamw" ? "AdamW" : "Adam+L2",
-             opt.lr, opt.wd, opt.mask_wd);
-    printf("| optimizer        | %-44s |\n", optimizer);
-    printf("| batch, steps     | %-44s |\n", (std::to_string(B) + ", " + std::to_string(steps) + " (from " +
-                                              std::to_string(start_step) + ")").c_str());
-    printf("| seed             | %-44llu |\n", (unsigned long long)opt.seed);
-    printf("| memory           | params+grads+adam %.2f MB, activations %.2f MB |\n",
-           4.0 * model.num_params * sizeof(float) * mb, 2.0 * model.num_acts * sizeof(float) * mb);
-    printf("| run folder       | %-44s |\n", out_dir.c_str());
-    printf("+------------------+----------------------------------------------+\n");
+    auto row = [](const char* label, const std::string& text) { printf("| %-16s | %-52s |\n", label, text.c_str()); };
+    auto fmt = [](const char* f, auto... args) {
+        char buf[256];
+        snprintf(buf, sizeof buf, f, args...);
+        return std::string(buf);
+    };
+    const char* mask_kind = cfg.mask_heads == 0 ? "" : cfg.mask_heads == 1 ? ", mask shared by heads" : ", mask per head";
+    const std::string rule = "+------------------+------------------------------------------------------+";
+    puts(rule.c_str());
+    row("task", fmt("%s (train %d, eval %d)", opt.task.c_str(), train_n, task->eval_size()));
+    row("init", fmt("%s%s%s", opt.init.c_str(), mask_kind, cfg.mask_heads ? fmt(", c = %g", opt.mask_c).c_str() : ""));
+    row("model", fmt("C %d L %d NH %d HS %d MLP %d T %d%s", cfg.C, cfg.L, cfg.NH, cfg.HS, cfg.MLP, cfg.T,
+                     cfg.causal ? " causal" : ""));
+    row("parameters", fmt("%zu", model.num_params));
+    row("optimizer", fmt("%s lr %g wd %g mask wd %g", opt.optimizer == "adamw" ? "AdamW" : "Adam+L2", opt.lr,
+                         opt.wd, opt.mask_wd));
+    row("batch, steps", fmt("%d, %lld (from %lld)", B, (long long)steps, (long long)start_step));
+    row("seed", fmt("%llu", (unsigned long long)opt.seed));
+    row("memory", fmt("params+grads+adam %.2f MB, activations %.2f MB", 4.0 * model.num_params * sizeof(float) / 1e6,
+                      2.0 * model.num_acts * sizeof(float) / 1e6));
+    row("run folder", out_dir);
+    puts(rule.c_str());
     fflush(stdout);
 
     // training

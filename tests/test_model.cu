@@ -4,19 +4,22 @@
 #include "init.cuh"
 #include "tasks/boolean.h"
 
-static Config tiny_config(int mask_heads, bool causal) {
+static Config tiny_config(int mask_heads, bool causal, HeadType head = HEAD_REGRESSION) {
     Config c;
-    c.V = 3; c.T = 6; c.C = 8; c.L = 2; c.NH = 2; c.HS = 3; c.MLP = 10; c.OUT = 1;
+    c.V = 3; c.T = 6; c.C = 8; c.L = 2; c.NH = 2; c.HS = 3; c.MLP = 10;
+    c.OUT = head == HEAD_REGRESSION ? 1 : 4;
+    c.head = head;
     c.mask_heads = mask_heads;
     c.causal = causal;
     return c;
 }
 
+// Random tokens, and targets: values in [-1, 1) for regression, class ids for classification.
 static void random_batch(const Config& c, int B, Rng& rng, std::vector<int>& tokens, std::vector<float>& y) {
     tokens.resize((size_t)B * c.T);
     y.resize(B);
     for (auto& t : tokens) t = rng.below(c.V);
-    for (auto& v : y) v = rng.uniform(-1, 1);
+    for (auto& v : y) v = c.head == HEAD_REGRESSION ? rng.uniform(-1, 1) : (float)rng.below(c.OUT);
 }
 
 static void init_model(Model& model, uint64_t seed, float mask_scale) {
@@ -34,8 +37,8 @@ static void init_model(Model& model, uint64_t seed, float mask_scale) {
 // The model runs in float, so the central difference uses a larger step; the layer-level checks
 // in double (test_layers, test_attention) are the tight ones, and torch_reference.py checks this
 // same backward against PyTorch's autograd.
-static void check_model_gradient(int mask_heads, bool causal) {
-    Config c = tiny_config(mask_heads, causal);
+static void check_model_gradient(int mask_heads, bool causal, HeadType head = HEAD_REGRESSION) {
+    Config c = tiny_config(mask_heads, causal, head);
     const int B = 4;
     Model model;
     model_build(model, c, DEVICE_CPU, B);
@@ -72,6 +75,7 @@ TEST_CASE("whole-model gradient matches finite differences") {
     SUBCASE("no mask") { check_model_gradient(0, false); }
     SUBCASE("shared mask") { check_model_gradient(1, false); }
     SUBCASE("per-head mask, causal") { check_model_gradient(2, true); }
+    SUBCASE("classification head (cross-entropy), shared mask") { check_model_gradient(1, false, HEAD_CLASS); }
 }
 
 TEST_CASE("the mask init writes +c on G and -c elsewhere, in every layer, and nothing else changes") {
