@@ -37,8 +37,8 @@ for tool in memcheck racecheck; do
     else tail -20 "$OUT/sanitizer-$tool.log"; record "compute-sanitizer $tool" FAILED; fi
 done
 
-echo "== 4. paper-size model on 2parity (C 256, L 12, NH 6, HS 64, MLP 256, lr 1e-5, batch 256, 20 epochs)"
-PAPER="--task 2parity --device cuda --width 256 --layers 12 --heads 6 --head-size 64 --mlp 256 --lr 1e-5 --wd 1e-3 --batch 256 --epochs 20 --eval-every 480"
+echo "== 4. paper-size model on 2parity (C 256, L 12, NH 6, HS 64, MLP 256, GOTU's Adam lr 1e-5 wd 1e-3, batch 256, 20 epochs)"
+PAPER="--task 2parity --device cuda --width 256 --layers 12 --heads 6 --head-size 64 --mlp 256 --optimizer adam --lr 1e-5 --wd 1e-3 --batch 256 --epochs 20 --eval-every 480"
 for init in default mask; do
     if ./maskprior $PAPER --init $init --out "$OUT/paper-2parity-$init" > "$OUT/paper-$init.log" 2>&1; then
         m="$OUT/paper-2parity-$init/metrics.json"
