@@ -30,18 +30,23 @@ void embedding_forward_cpu(F* out, const int* tokens, const F* wte, const F* wpe
     }
 }
 
+// One channel c of the embedding gradients, walking all positions in order: the CPU and the
+// GPU give each channel to one thread, so there are no races and the summation order is fixed.
+template <typename F>
+__host__ __device__ inline void embedding_channel_backward(F* dwte, F* dwpe, const F* dout, const int* tokens,
+                                                           int B, int T, int C, int c) {
+    for (int bt = 0; bt < B * T; bt++) {
+        F g = dout[(size_t)bt * C + c];
+        dwte[(size_t)tokens[bt] * C + c] += g;
+        dwpe[(size_t)(bt % T) * C + c] += g;
+    }
+}
+
 template <typename F>
 void embedding_backward_cpu(F* dwte, F* dwpe, const F* dout, const int* tokens, int B, int T, int C) {
     // dwte (V,C), dwpe (T,C), dout (B,T,C), tokens (B,T)
-    // one thread per channel c walks all positions in order: no races, a fixed summation order
     #pragma omp parallel for
-    for (int c = 0; c < C; c++) {
-        for (int bt = 0; bt < B * T; bt++) {
-            F g = dout[(size_t)bt * C + c];
-            dwte[(size_t)tokens[bt] * C + c] += g;
-            dwpe[(size_t)(bt % T) * C + c] += g;
-        }
-    }
+    for (int c = 0; c < C; c++) embedding_channel_backward(dwte, dwpe, dout, tokens, B, T, C, c);
 }
 
 __global__ void embedding_forward_kernel1(float* out, const int* tokens, const float* wte, const float* wpe,
@@ -52,17 +57,11 @@ __global__ void embedding_forward_kernel1(float* out, const int* tokens, const f
     out[idx] = wte[(size_t)tokens[bt] * C + c] + wpe[(size_t)(bt % T) * C + c];
 }
 
-// One thread per channel, looping over positions in order, as on the CPU: deterministic
-// without atomics. Only C threads, which is plenty for the small vocabularies here.
+// Only C threads, which is plenty for the small vocabularies here.
 __global__ void embedding_backward_kernel1(float* dwte, float* dwpe, const float* dout, const int* tokens,
                                            int B, int T, int C) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C) return;
-    for (int bt = 0; bt < B * T; bt++) {
-        float g = dout[(size_t)bt * C + c];
-        dwte[(size_t)tokens[bt] * C + c] += g;
-        dwpe[(size_t)(bt % T) * C + c] += g;
-    }
+    if (c < C) embedding_channel_backward(dwte, dwpe, dout, tokens, B, T, C, c);
 }
 
 inline void embedding_forward(Device dev, float* out, const int* tokens, const float* wte, const float* wpe,
@@ -88,23 +87,62 @@ inline void embedding_backward(Device dev, float* dwte, float* dwpe, const float
 
 constexpr float LN_EPS = 1e-5f;
 
+// One row's forward, one row's input gradient, and one channel's parameter gradients: shared
+// by the CPU loops and kernel1, so both devices compute the very same thing.
+template <typename F>
+__host__ __device__ inline void layernorm_row_forward(F* out, F* mean, F* rstd, const F* x, const F* weight,
+                                                      const F* bias, int C) {
+    // out (C), x (C): one row; mean, rstd: that row's scalars
+    F m = 0;
+    for (int c = 0; c < C; c++) m += x[c];
+    m /= C;
+    F v = 0;
+    for (int c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
+    v /= C;
+    F s = F(1) / F(sqrt(v + F(LN_EPS)));  // F(): float math on the host too, as on the GPU
+    for (int c = 0; c < C; c++) out[c] = (x[c] - m) * s * weight[c] + bias[c];
+    *mean = m;
+    *rstd = s;
+}
+
+template <typename F>
+__host__ __device__ inline void layernorm_row_backward(F* dx, const F* g, const F* x, const F* weight, F mean,
+                                                       F rstd, int C) {
+    // dx, g = dout, x: one row (C)
+    F g_mean = 0, gx_mean = 0;
+    for (int c = 0; c < C; c++) {
+        F xhat = (x[c] - mean) * rstd;
+        g_mean += g[c] * weight[c];
+        gx_mean += g[c] * weight[c] * xhat;
+    }
+    g_mean /= C;
+    gx_mean /= C;
+    for (int c = 0; c < C; c++) {
+        F xhat = (x[c] - mean) * rstd;
+        dx[c] += rstd * (g[c] * weight[c] - g_mean - xhat * gx_mean);
+    }
+}
+
+template <typename F>
+__host__ __device__ inline void layernorm_channel_backward(F* dweight, F* dbias, const F* dout, const F* inp,
+                                                           const F* mean, const F* rstd, int N, int C, int c) {
+    // channel c's dweight and dbias: a sum over the rows, in order (deterministic)
+    F dw = 0, db = 0;
+    for (int n = 0; n < N; n++) {
+        F xhat = (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
+        db += dout[(size_t)n * C + c];
+        dw += dout[(size_t)n * C + c] * xhat;
+    }
+    dweight[c] += dw;
+    dbias[c] += db;
+}
+
 template <typename F>
 void layernorm_forward_cpu(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N, int C) {
     // out (N,C), mean (N), rstd (N), inp (N,C), weight (C), bias (C)
     #pragma omp parallel for
-    for (int n = 0; n < N; n++) {
-        const F* x = inp + (size_t)n * C;
-        F m = 0;
-        for (int c = 0; c < C; c++) m += x[c];
-        m /= C;
-        F v = 0;
-        for (int c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
-        v /= C;
-        F s = F(1) / std::sqrt(v + F(LN_EPS));
-        for (int c = 0; c < C; c++) out[(size_t)n * C + c] = (x[c] - m) * s * weight[c] + bias[c];
-        mean[n] = m;
-        rstd[n] = s;
-    }
+    for (int n = 0; n < N; n++)
+        layernorm_row_forward(out + (size_t)n * C, mean + n, rstd + n, inp + (size_t)n * C, weight, bias, C);
 }
 
 template <typename F>
@@ -112,84 +150,33 @@ void layernorm_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const 
                             const F* mean, const F* rstd, int N, int C) {
     // dinp (N,C), dweight (C), dbias (C), dout (N,C), inp (N,C), mean/rstd (N)
     #pragma omp parallel for
-    for (int n = 0; n < N; n++) {
-        const F* x = inp + (size_t)n * C;
-        const F* g = dout + (size_t)n * C;
-        F g_mean = 0, gx_mean = 0;
-        for (int c = 0; c < C; c++) {
-            F xhat = (x[c] - mean[n]) * rstd[n];
-            g_mean += g[c] * weight[c];
-            gx_mean += g[c] * weight[c] * xhat;
-        }
-        g_mean /= C;
-        gx_mean /= C;
-        for (int c = 0; c < C; c++) {
-            F xhat = (x[c] - mean[n]) * rstd[n];
-            dinp[(size_t)n * C + c] += rstd[n] * (g[c] * weight[c] - g_mean - xhat * gx_mean);
-        }
-    }
-    // parameter gradients: one thread per channel sums the rows in order (deterministic)
+    for (int n = 0; n < N; n++)
+        layernorm_row_backward(dinp + (size_t)n * C, dout + (size_t)n * C, inp + (size_t)n * C, weight, mean[n],
+                               rstd[n], C);
     #pragma omp parallel for
-    for (int c = 0; c < C; c++) {
-        for (int n = 0; n < N; n++) {
-            F xhat = (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
-            dbias[c] += dout[(size_t)n * C + c];
-            dweight[c] += dout[(size_t)n * C + c] * xhat;
-        }
-    }
+    for (int c = 0; c < C; c++) layernorm_channel_backward(dweight, dbias, dout, inp, mean, rstd, N, C, c);
 }
 
 __global__ void layernorm_forward_kernel1(float* out, float* mean, float* rstd, const float* inp,
                                           const float* weight, const float* bias, int N, int C) {
     int n = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per row
-    if (n >= N) return;
-    const float* x = inp + (size_t)n * C;
-    float m = 0;
-    for (int c = 0; c < C; c++) m += x[c];
-    m /= C;
-    float v = 0;
-    for (int c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
-    v /= C;
-    float s = 1.0f / sqrtf(v + LN_EPS);
-    for (int c = 0; c < C; c++) out[(size_t)n * C + c] = (x[c] - m) * s * weight[c] + bias[c];
-    mean[n] = m;
-    rstd[n] = s;
+    if (n < N) layernorm_row_forward(out + (size_t)n * C, mean + n, rstd + n, inp + (size_t)n * C, weight, bias, C);
 }
 
 __global__ void layernorm_backward_dinp_kernel1(float* dinp, const float* dout, const float* inp,
                                                 const float* weight, const float* mean, const float* rstd,
                                                 int N, int C) {
     int n = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per row
-    if (n >= N) return;
-    const float* x = inp + (size_t)n * C;
-    const float* g = dout + (size_t)n * C;
-    float g_mean = 0, gx_mean = 0;
-    for (int c = 0; c < C; c++) {
-        float xhat = (x[c] - mean[n]) * rstd[n];
-        g_mean += g[c] * weight[c];
-        gx_mean += g[c] * weight[c] * xhat;
-    }
-    g_mean /= C;
-    gx_mean /= C;
-    for (int c = 0; c < C; c++) {
-        float xhat = (x[c] - mean[n]) * rstd[n];
-        dinp[(size_t)n * C + c] += rstd[n] * (g[c] * weight[c] - g_mean - xhat * gx_mean);
-    }
+    if (n < N)
+        layernorm_row_backward(dinp + (size_t)n * C, dout + (size_t)n * C, inp + (size_t)n * C, weight, mean[n],
+                               rstd[n], C);
 }
 
 __global__ void layernorm_backward_params_kernel1(float* dweight, float* dbias, const float* dout,
                                                   const float* inp, const float* mean, const float* rstd,
                                                   int N, int C) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per channel, rows in order
-    if (c >= C) return;
-    float dw = 0, db = 0;
-    for (int n = 0; n < N; n++) {
-        float xhat = (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
-        db += dout[(size_t)n * C + c];
-        dw += dout[(size_t)n * C + c] * xhat;
-    }
-    dweight[c] += dw;
-    dbias[c] += db;
+    if (c < C) layernorm_channel_backward(dweight, dbias, dout, inp, mean, rstd, N, C, c);
 }
 
 inline void layernorm_forward(Device dev, float* out, float* mean, float* rstd, const float* inp,
