@@ -151,6 +151,10 @@ int main(int argc, char** argv) {
     cfg.mask_heads = opt.init == "mask" ? (opt.mask_per_head ? cfg.NH : 1) : 0;
     cfg.causal = opt.causal;
     const int B = opt.batch;
+    // shapes that cannot be built: the kernels index one layer's activations with 32-bit ints
+    long long widest = std::max({cfg.C, cfg.QKV(), cfg.MLP, cfg.NH * cfg.T});
+    if ((long long)B * cfg.T * widest > (1LL << 30))
+        fail("batch x sequence x width is too large for one buffer (%lld floats)", (long long)B * cfg.T * widest);
     const int train_n = task->train_size();
     const int64_t steps = opt.epochs > 0 ? (int64_t)std::ceil(opt.epochs * train_n / B) : opt.steps;
     if (steps <= 0) fail("the run has no steps (--steps %lld, --epochs %g)", (long long)opt.steps, opt.epochs);

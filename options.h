@@ -135,8 +135,5 @@ inline Options parse_options(int argc, char** argv) {
     }
     if (steps_given && o.epochs > 0) fail("give --steps or --epochs, not both");
     if (o.mask_per_head && o.init != "mask") fail("--mask-per-head needs --init mask");
-    // shapes that cannot be built: keep every buffer index inside 32-bit ints
-    long long acts = (long long)o.batch * 16 * std::max({o.width, 3 * o.heads * o.head_size, o.mlp});
-    if (acts > (1LL << 30)) fail("batch x width is too large for one buffer (%lld floats)", acts);
     return o;
 }
