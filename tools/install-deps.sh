@@ -9,6 +9,10 @@ for pkg in $needed; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"
 done
 [ -z "$missing" ] && exit 0
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "maskprior: error: missing packages:$missing, and no apt-get to install them (a Debian machine is expected)" >&2
+    exit 1
+fi
 echo "maskprior: installing Debian packages:$missing"
 if [ "$(id -u)" = 0 ]; then
     SUDO=""
