@@ -8,7 +8,8 @@
 NVCC      ?= nvcc
 # GPU code: native code for ARCH (90 = H100/H200) plus PTX that newer GPUs can compile
 ARCH      ?= 90
-# an extra include folder (the GPU machine has no Debian packages: doctest and stb go there)
+# an extra include folder (the GPU machine has no Debian packages: make gpu-include copies
+# the doctest and nlohmann headers to gpu_include/, which gpu-check passes here)
 EXTRA_INCLUDE ?=
 # the Python with PyTorch: Debian's python3-torch lives in /usr/bin/python3
 PYTHON    ?= /usr/bin/python3

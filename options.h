@@ -100,10 +100,10 @@ inline Options parse_options(int argc, char** argv) {
         if (flag == "--causal") { o.causal = true; continue; }
         if (flag == "--tf32") { o.tf32 = true; continue; }
         if (flag.rfind("--", 0) != 0) fail("unexpected argument '%s' (see --help)", flag.c_str());
-        static const char* valued[] = {"--task", "--init", "--device", "--optimizer", "--seed", "--steps", "--epochs", "--batch",
-                                       "--lr", "--wd", "--mask-wd", "--width", "--layers", "--heads",
-                                       "--head-size", "--mlp", "--mask-c", "--eval-every", "--log-every", "--out",
-                                       "--save", "--resume", "--dump-state"};
+        static const char* valued[] = {"--task", "--init", "--device", "--optimizer", "--seed", "--steps",
+                                       "--epochs", "--batch", "--lr", "--wd", "--mask-wd", "--width", "--layers",
+                                       "--heads", "--head-size", "--mlp", "--mask-c", "--eval-every", "--log-every",
+                                       "--out", "--save", "--resume", "--dump-state"};
         bool known = false;
         for (const char* v : valued) known |= flag == v;
         if (!known) fail("unknown flag %s (see --help)", flag.c_str());
