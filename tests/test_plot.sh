@@ -1,0 +1,57 @@
+#!/bin/sh
+# tools/plot.py on the fixture runs in tests/fixtures/plot (one default, one qk-svd, one mask
+# run of 2parity): every PNG is written and is a real image; a folder that is not a run gives
+# exit code 2 and one line on stderr; metrics missing or null in a log are no error.
+# Exit 0 when all holds, 1 when not, 77 (skipped) when matplotlib is missing.
+# The Python is ${MASKPRIOR_PYTHON:-/usr/bin/python3}.
+cd "$(dirname "$0")/.." || exit 1
+python=${MASKPRIOR_PYTHON:-/usr/bin/python3}
+if ! "$python" -c "import matplotlib" 2>/dev/null; then
+    echo "plot test: skipped (no matplotlib)"
+    exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+fail() { echo "plot test: FAILED: $1"; failed=1; }
+
+# 1. The fixture: four PNG files, each path printed, each a PNG wider and taller than 100 px.
+if "$python" tools/plot.py tests/fixtures/plot/* --out "$tmp/out" >"$tmp/stdout" 2>"$tmp/stderr"; then
+    for name in loss prior_mass persistence accuracy; do
+        png="$tmp/out/$name.png"
+        grep -qx "$png" "$tmp/stdout" || fail "$name.png: path not printed"
+        # A PNG starts with an 8-byte signature, then the IHDR chunk: length (4 bytes), "IHDR",
+        # width and height (4 bytes each, big-endian).
+        "$python" - "$png" 2>/dev/null <<'EOF' || fail "$name.png: missing, empty or not a PNG of more than 100x100 px"
+import struct, sys
+with open(sys.argv[1], "rb") as f:
+    head = f.read(24)
+ok = len(head) == 24 and head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR"
+sys.exit(0 if ok and min(struct.unpack(">II", head[16:24])) > 100 else 1)
+EOF
+    done
+else
+    fail "exit code $? on the fixture: $(cat "$tmp/stderr")"
+fi
+
+# 2. A folder without log.jsonl and metrics.json: exit code 2, one line "plot.py: error: ...".
+"$python" tools/plot.py tests/fixtures --out "$tmp/bad" >/dev/null 2>"$tmp/stderr"
+status=$?
+[ "$status" = 2 ] || fail "a folder that is not a run gave exit code $status, not 2"
+if [ "$(wc -l <"$tmp/stderr")" != 1 ] || ! grep -q "^plot.py: error: " "$tmp/stderr"; then
+    fail "a folder that is not a run: stderr is not one 'plot.py: error:' line: $(cat "$tmp/stderr")"
+fi
+
+# 3. Metrics missing or null in some lines (a run without a mask, an older log): still exit 0.
+mkdir "$tmp/sparse"
+echo '{"task": "maj3", "init": "qk-opt", "seed": 2}' >"$tmp/sparse/metrics.json"
+cat >"$tmp/sparse/log.jsonl" <<'EOF'
+{"step": 0, "loss": null, "eval_loss": 1.3, "prior_mass": [0.9, null], "mask_drift": null}
+{"step": 500, "loss": 0.01, "qk_cosine": [0.7, 0.6], "grad_norm_qk": [0.0, 0.02]}
+{"step": 1000}
+EOF
+"$python" tools/plot.py "$tmp/sparse" --out "$tmp/sparse_out" >/dev/null 2>"$tmp/stderr" \
+    || fail "a run with missing and null metrics: $(cat "$tmp/stderr")"
+
+[ "$failed" = 0 ] && echo "plot test: ok"
+exit "$failed"
