@@ -9,7 +9,7 @@ NVCC      ?= nvcc
 # GPU code: native code for ARCH (90 = H100/H200) plus PTX that newer GPUs can compile
 ARCH      ?= 90
 # an extra include folder (the GPU machine has no Debian packages: make gpu-include copies
-# the doctest and nlohmann headers to gpu_include/, which gpu-check passes here)
+# the doctest, nlohmann and stb headers to gpu_include/, which gpu-check passes here)
 EXTRA_INCLUDE ?=
 # the Python with PyTorch: Debian's python3-torch lives in /usr/bin/python3
 PYTHON    ?= /usr/bin/python3
@@ -56,7 +56,7 @@ gpu-check:
 # for a GPU machine without them: carry gpu_include there; gpu-check uses it when present.
 gpu-include: deps
 	mkdir -p gpu_include
-	cp -r /usr/include/doctest /usr/include/nlohmann gpu_include/
+	cp -r /usr/include/doctest /usr/include/nlohmann /usr/include/stb gpu_include/
 
 bench: deps maskprior
 	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} $(PYTHON) tools/bench.py

@@ -20,6 +20,7 @@
 // is at [h·HS, (h+1)·HS), its k at NH·HS + h·HS, its v at 2·NH·HS + h·HS. The output row
 // (NH·HS) is the heads' y side by side.
 #pragma once
+#include <vector>
 #include "common.cuh"
 
 struct AttentionShape {
@@ -103,28 +104,32 @@ __global__ void attention_forward_kernel1(float* out, float* att, const float* q
 //      dS is scratch), and dq_i
 //   2. per key column j: dk_j and dv_j (a column sum over queries, so no two threads collide)
 //   3. per mask entry: dM_ij = sum over b (and h when shared) of dS_ij σ(-M_ij)
+// With dout = nullptr, dpreatt comes in already holding dS (a loss placed on the scores
+// themselves, as the qk-opt initialisation does): step 1 then only computes dq, and dv is not
+// touched.
 
 template <typename F>
 __host__ __device__ inline void attention_row_backward(F* dqkv, F* dpreatt_row, const F* dout, const F* qkv,
                                                        const F* att_row, AttentionShape s, int b, int h, int i) {
     const int T = s.T, HS = s.HS, row = 3 * s.NH * s.HS;
     const F scale = F(1) / sqrt(F(HS));
-    const F* dy = dout + ((size_t)b * T + i) * s.NH * HS + h * HS;
-    // dA_ij = dy_i . v_j, held in dpreatt_row for now; then sum_k A_ik dA_ik
-    F weighted = 0;
-    for (int j = 0; j < T; j++) {
-        const F* v = qkv + ((size_t)b * T + j) * row + 2 * s.NH * HS + h * HS;
-        F da = 0;
-        for (int d = 0; d < HS; d++) da += dy[d] * v[d];
-        dpreatt_row[j] = da;
-        weighted += att_row[j] * da;
+    if (dout) {
+        const F* dy = dout + ((size_t)b * T + i) * s.NH * HS + h * HS;
+        // dA_ij = dy_i . v_j, held in dpreatt_row for now; then sum_k A_ik dA_ik
+        F weighted = 0;
+        for (int j = 0; j < T; j++) {
+            const F* v = qkv + ((size_t)b * T + j) * row + 2 * s.NH * HS + h * HS;
+            F da = 0;
+            for (int d = 0; d < HS; d++) da += dy[d] * v[d];
+            dpreatt_row[j] = da;
+            weighted += att_row[j] * da;
+        }
+        for (int j = 0; j < T; j++) dpreatt_row[j] = att_row[j] * (dpreatt_row[j] - weighted);  // zero where A is
     }
     F* dq = dqkv + ((size_t)b * T + i) * row + h * HS;
     for (int j = 0; j < T; j++) {
-        F ds = att_row[j] * (dpreatt_row[j] - weighted);  // zero where A is zero (causal)
-        dpreatt_row[j] = ds;
         const F* k = qkv + ((size_t)b * T + j) * row + s.NH * HS + h * HS;
-        for (int d = 0; d < HS; d++) dq[d] += ds * k[d] * scale;
+        for (int d = 0; d < HS; d++) dq[d] += dpreatt_row[j] * k[d] * scale;
     }
 }
 
@@ -139,12 +144,11 @@ __host__ __device__ inline void attention_column_backward(F* dqkv, const F* dpre
     F* dv = dqkv + ((size_t)b * T + j) * row + 2 * s.NH * HS + h * HS;
     for (int i = 0; i < T; i++) {
         const F* q = qkv + ((size_t)b * T + i) * row + h * HS;
+        F ds = ds_bh[i * T + j];
+        for (int d = 0; d < HS; d++) dk[d] += ds * q[d] * scale;
+        if (!dout) continue;
         const F* dy = dout + ((size_t)b * T + i) * s.NH * HS + h * HS;
-        F a = att_bh[i * T + j], ds = ds_bh[i * T + j];
-        for (int d = 0; d < HS; d++) {
-            dk[d] += ds * q[d] * scale;
-            dv[d] += a * dy[d];
-        }
+        for (int d = 0; d < HS; d++) dv[d] += att_bh[i * T + j] * dy[d];
     }
 }
 
@@ -223,14 +227,24 @@ inline void attention_backward(Device dev, float* dqkv, float* dmask, float* dpr
 }
 
 // ----------------------------------------------------------------------------
+// The prior's structure G: which keys each query may attend to. One (T,T) matrix of 0/1 for
+// every head, or one per head (NH,T,T). A task gives one; --mask-structure reads one from a file.
+
+struct Structure {
+    int heads = 1, T = 0;
+    std::vector<float> g;  // (heads,T,T) of 0/1
+    const float* head(int h) const { return g.data() + (size_t)(heads == 1 ? 0 : h) * T * T; }
+};
+
 // Prior mass (DESIGN.md section 7): the mean attention weight that a query puts on the keys
 // its structure G allows, averaged over batch, heads and queries. Host only; att on the host.
-inline double attention_prior_mass(const float* att, const float* G, int B, int NH, int T) {
-    // att (B,NH,T,T), G (T,T) of 0/1
+inline double attention_prior_mass(const float* att, const Structure& G, int B, int NH, int T) {
+    // att (B,NH,T,T)
     double total = 0;
     for (size_t r = 0; r < (size_t)B * NH * T; r++) {
+        const float* g = G.head((int)(r / T % NH));
         int i = (int)(r % T);
-        for (int j = 0; j < T; j++) total += att[r * T + j] * G[i * T + j];
+        for (int j = 0; j < T; j++) total += att[r * T + j] * g[i * T + j];
     }
     return total / ((double)B * NH * T);
 }

@@ -15,7 +15,7 @@
 inline void add_tensors(StFile& file, const Model& model, const std::vector<float>& flat, const std::string& prefix) {
     for (const TensorInfo& info : model.layout) {
         if (info.numel == 0) continue;
-        for (int l = 0; l < (info.per_layer ? model.cfg.L : 1); l++)
+        for (int l = 0; l < info.slices; l++)
             file.add(prefix + tensor_name(info, l), info.shape, flat.data() + info.offset + l * info.numel);
     }
 }
@@ -33,6 +33,7 @@ inline std::map<std::string, std::string> config_metadata(const Config& c) {
             {"mlp", std::to_string(c.MLP)},     {"seq_len", std::to_string(c.T)},
             {"vocab", std::to_string(c.V)},     {"out", std::to_string(c.OUT)},
             {"mask", mask},                     {"causal", c.causal ? "1" : "0"},
+            {"mask_layers", c.mask_first_layer_only ? "first" : "all"},
             {"head_type", c.head == HEAD_REGRESSION ? "regression" : "class"}};
 }
 
@@ -64,7 +65,7 @@ inline std::map<std::string, std::string> checkpoint_load(const std::string& pat
     for (int k = 0; k < 3; k++) {
         for (const TensorInfo& info : model.layout) {
             if (info.numel == 0) continue;
-            for (int l = 0; l < (info.per_layer ? model.cfg.L : 1); l++) {
+            for (int l = 0; l < info.slices; l++) {
                 std::string name = prefixes[k] + tensor_name(info, l);
                 const StTensor* t = file.find(name);
                 if (!t) fail("%s: tensor %s is missing", path.c_str(), name.c_str());

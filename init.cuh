@@ -1,13 +1,24 @@
 // init.cuh: initialisations (DESIGN.md section 5). They fill a host copy of the flat
-// parameter buffer (laid out by param_layout), which the caller uploads once.
+// parameter buffer (laid out by param_layout), which the caller uploads.
 //   default: PyTorch's defaults, as GOTU's code has them: wte, wpe ~ N(0, 1); Linear weight
 //            and bias ~ U(±1/sqrt(fan_in)); LayerNorm weight 1, bias 0; mask (if any) 0.
-//   mask:    default, then M_ij = +c where G_ij = 1 and -c elsewhere, in every layer and head.
-// The mask draws no random numbers, so for one seed `default` and `mask` start from the very
-// same weights: the runs differ only where the prior lives.
+//   mask:    default, then M_ij = +c where G_ij = 1 and -c elsewhere.
+//   qk-svd:  default, then Wq, Wk of each head set in closed form so that the first attention's
+//            logits are c·G (pseudo-inverse + truncated SVD); q, k biases 0. No mask.
+//   qk-opt:  default, then Wq, Wk of each head fitted by Adam, through the model's own
+//            attention forward/backward, so that softmax(logits) = softmax(c·G). No mask.
+//   mimetic: default, then per head Wq^T Wk ≈ 0.7 Z + 0.7 I and Wv^T Wo_h^T ≈ 0.4 Z' - 0.4 I
+//            (Trockman & Kolter 2023), Z, Z' ~ N(0, 1/C), by truncated SVD. Needs no G.
+// The structured inits (mask, qk-svd, qk-opt) all aim at one attention pattern,
+//   P = softmax_rows(c·G)      (causal: over the keys j <= i),
+// which is exactly the mask init's pattern when the QK logits are zero, because
+// log σ(c) - log σ(-c) = c. So for one seed the three runs differ only in where the prior
+// lives, and `init_check` measures how closely each one's first layer starts at P.
+// The mask and QK inits cover every layer, or with --prior-layers first only layer 0.
 #pragma once
 #include <string>
 #include <vector>
+#include "linalg.h"
 #include "model.cuh"
 
 inline bool ends_with(const std::string& s, const std::string& tail) {
@@ -20,7 +31,7 @@ inline void init_default(const Config& c, float* params, Rng& rng) {
     for (size_t t = 0; t < layout.size(); t++) {
         const TensorInfo& info = layout[t];
         float* p = params + info.offset;
-        size_t n = info.numel * (info.per_layer ? c.L : 1);
+        size_t n = info.numel * info.slices;
         const std::string& name = info.name;
         if (name == "wte" || name == "wpe") {
             for (size_t i = 0; i < n; i++) p[i] = rng.normal();
@@ -37,11 +48,246 @@ inline void init_default(const Config& c, float* params, Rng& rng) {
     }
 }
 
-// Writes ±c into every layer's mask from the (T,T) structure G (0/1).
-inline void init_mask_from_structure(const Config& c, float* params, const std::vector<float>& G, float mask_c) {
+// Writes ±c into the mask of every layer that has one, from G (one (T,T), or one per mask head).
+inline void init_mask_from_structure(const Config& c, float* params, const Structure& G, float mask_c) {
     if (c.mask_heads == 0) fail("the mask init needs a mask (internal: mask_heads is 0)");
-    if ((int)G.size() != c.T * c.T) fail("structure G has %zu entries, expected T*T = %d", G.size(), c.T * c.T);
-    float* mask = param_bind(c, params).mask;  // (L, mask_heads, T, T)
-    for (int lh = 0; lh < c.L * c.mask_heads; lh++)
-        for (int ij = 0; ij < c.T * c.T; ij++) mask[(size_t)lh * c.T * c.T + ij] = G[ij] != 0 ? mask_c : -mask_c;
+    if (G.T != c.T || (G.heads != 1 && G.heads != c.mask_heads))
+        fail("structure G is %dx%dx%d, the mask is %dx%dx%d", G.heads, G.T, G.T, c.mask_heads, c.T, c.T);
+    float* mask = param_bind(c, params).mask;  // (mask_layers, mask_heads, T, T)
+    for (int l = 0; l < c.mask_layers(); l++)
+        for (int h = 0; h < c.mask_heads; h++) {
+            float* m = mask + ((size_t)l * c.mask_heads + h) * c.T * c.T;
+            for (int ij = 0; ij < c.T * c.T; ij++) m[ij] = G.head(h)[ij] != 0 ? mask_c : -mask_c;
+        }
+}
+
+// P_h = softmax_rows(c·G_h), the pattern the structured inits aim at (see the top). (T,T)
+inline std::vector<double> prior_pattern(const Structure& G, int h, float mask_c, bool causal) {
+    const int T = G.T;
+    std::vector<double> P((size_t)T * T, 0.0);
+    for (int i = 0; i < T; i++) {
+        const int last = causal ? i : T - 1;
+        double sum = 0;
+        for (int j = 0; j <= last; j++) sum += P[i * T + j] = std::exp(mask_c * G.head(h)[i * T + j]);
+        for (int j = 0; j <= last; j++) P[i * T + j] /= sum;
+    }
+    return P;
+}
+
+// ----------------------------------------------------------------------------
+// E: what reaches the first attention. The QK inits work on ln1(embedding) of layer 0 (the
+// rows that are multiplied by Wq and Wk), taken from the model's own forward pass on sample
+// training examples, so they hold for any input encoding.
+
+struct AttentionInputs {
+    int N = 0;                  // sample examples
+    std::vector<float> x;       // (N,T,C) the first attention's input for each example
+    Matrix distinct;            // (n,C) its distinct rows: one per (position, token) seen
+    std::vector<int> position;  // (n) the position of each distinct row
+};
+
+inline AttentionInputs first_attention_inputs(Model& model, const std::vector<int>& tokens, int N) {
+    // tokens (N,T): sample training examples
+    const Config& c = model.cfg;
+    const int T = c.T, C = c.C;
+    AttentionInputs E;
+    E.N = N;
+    E.x.resize((size_t)N * T * C);
+    std::vector<float> zeros(model.B, 0.0f);  // targets: the loss is not used
+    for (int start = 0; start < N; start += model.B) {
+        int rows = std::min(model.B, N - start);
+        model_forward(model, tokens.data() + (size_t)start * T, zeros.data(), rows);
+        buffer_copy(E.x.data() + (size_t)start * T * C, DEVICE_CPU, model_activations(model, rows).ln1, model.dev,
+                    (size_t)rows * T * C);  // layer 0's slice comes first
+    }
+    std::vector<int> seen;  // (position, token) pairs already taken, as position * V + token
+    std::vector<float> rows;
+    for (int r = 0; r < N * T; r++) {
+        int key = (r % T) * c.V + tokens[r];
+        if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+        seen.push_back(key);
+        E.position.push_back(r % T);
+        rows.insert(rows.end(), E.x.begin() + (size_t)r * C, E.x.begin() + (size_t)(r + 1) * C);
+    }
+    E.distinct = Matrix((int)E.position.size(), C);
+    for (size_t i = 0; i < rows.size(); i++) E.distinct.a[i] = rows[i];
+    return E;
+}
+
+// Head h's query and key weights (HS,C each) and biases (HS) in layer l's qkv projection.
+inline void set_query_key(const Config& c, float* params, int l, int h, const Matrix& Wq, const Matrix& Wk) {
+    ParamTensors p = param_bind(c, params);
+    float* w = p.qkvw + (size_t)l * c.QKV() * c.C;  // (3·NH·HS, C)
+    float* b = p.qkvb + (size_t)l * c.QKV();         // (3·NH·HS)
+    for (int d = 0; d < c.HS; d++) {
+        int q_row = h * c.HS + d, k_row = c.AH() + h * c.HS + d;
+        for (int i = 0; i < c.C; i++) {
+            w[(size_t)q_row * c.C + i] = (float)Wq(d, i);
+            w[(size_t)k_row * c.C + i] = (float)Wk(d, i);
+        }
+        b[q_row] = b[k_row] = 0.0f;
+    }
+}
+
+// qk-svd. For head h we want the logits E Wq^T Wk E^T / sqrt(HS) = c·G_h on every pair of
+// distinct rows of E (n,C); row a sits at position pos(a), so the target is the (n,n) matrix
+// S_ab = c·G_h[pos(a), pos(b)]. The least-squares solution is
+//   W = Wq^T Wk = sqrt(HS) · E⁺ S (E⁺)^T          (C,C), E⁺ the pseudo-inverse of E,
+// exact when the n rows are independent (n <= C). Wq and Wk are then the two factors of W's
+// best rank-HS approximation (truncated SVD): Wq^T Wk = U_r Σ_r V_r^T.
+// The rows are not independent in practice: before the LayerNorm they are wpe[t] + wte[v], so
+// they span about T + V dimensions, however many (t, v) pairs there are. E⁺ then gives the
+// least-squares W, and init_check reports how close it comes.
+inline void init_qk_svd(const Config& c, float* params, const AttentionInputs& E, const Structure& G,
+                        float mask_c, int layers) {
+    const int n = E.distinct.rows;
+    const Matrix Einv = pseudo_inverse(E.distinct, 1e-5);  // (C,n); E holds float32 values
+    for (int h = 0; h < c.NH; h++) {
+        Matrix S(n, n);
+        for (int a = 0; a < n; a++)
+            for (int b = 0; b < n; b++)
+                S(a, b) = std::sqrt((double)c.HS) * mask_c * G.head(h)[E.position[a] * c.T + E.position[b]];
+        Matrix W = multiply(multiply(Einv, S), transpose(Einv));
+        Matrix Wq, Wk;
+        low_rank_factors(W, c.HS, Wq, Wk);
+        for (int l = 0; l < layers; l++) set_query_key(c, params, l, h, Wq, Wk);
+    }
+}
+
+// qk-opt. Each layer's Wq, Wk start from their default values and are fitted by Adam on the
+// first attention's real inputs X (a fixed sample of training examples), minimising the mean
+// KL divergence from the target pattern P to the attention A:
+//   L = mean over (b, h, i) of sum_j P_hij log(P_hij / A_bhij)
+//   dL/dS_bhij = (A_bhij - P_hij) / rows                  (S: the logits; rows = N·NH·T)
+// The forward is the model's (qkv = X Wqkv^T with zero biases, then attention_forward), and the
+// backward too: attention_backward with dS given (dout = nullptr) and matmul_backward. So the
+// fit runs the very code the training runs. L and dS are computed on the host (a few KB).
+struct QkFit {
+    double kl_start = 0, kl_end = 0;  // mean over the fitted layers
+};
+
+inline QkFit init_qk_opt(Model& model, float* params, const AttentionInputs& E, const Structure& G, float mask_c,
+                         int layers, int steps) {
+    const Config& c = model.cfg;
+    const Device dev = model.dev;
+    const int N = std::min(E.N, 16), T = c.T, C = c.C, QKV = c.QKV(), NT = N * T;
+    const AttentionShape shape = {N, T, c.NH, c.HS, 0, c.causal};
+    const size_t att_n = (size_t)N * c.NH * T * T;
+    std::vector<std::vector<double>> P;  // (NH) x (T,T)
+    for (int h = 0; h < c.NH; h++) P.push_back(prior_pattern(G, h, mask_c, c.causal));
+    float *X = buffer_alloc(dev, (size_t)NT * C), *dX = buffer_alloc(dev, (size_t)NT * C);          // (N·T,C)
+    float *W = buffer_alloc(dev, (size_t)QKV * C), *dW = buffer_alloc(dev, (size_t)QKV * C);        // (QKV,C)
+    float *m = buffer_alloc(dev, (size_t)QKV * C), *v = buffer_alloc(dev, (size_t)QKV * C);         // Adam moments
+    float *qkv = buffer_alloc(dev, (size_t)NT * QKV), *dqkv = buffer_alloc(dev, (size_t)NT * QKV);  // (N·T,QKV)
+    float* bias = buffer_alloc(dev, QKV);                                                           // zeros
+    float* out = buffer_alloc(dev, (size_t)NT * c.AH());  // attention output, unused
+    float *att = buffer_alloc(dev, att_n), *dS = buffer_alloc(dev, att_n);  // (N,NH,T,T)
+    buffer_copy(X, dev, E.x.data(), DEVICE_CPU, (size_t)NT * C);
+    buffer_zero(dev, bias, QKV);
+    std::vector<float> A(att_n), grad(att_n), w((size_t)QKV * C);
+    AdamWSettings adam;
+    adam.lr = 1e-2f;
+    QkFit fit;
+    for (int l = 0; l < layers; l++) {
+        float* layer_w = param_bind(c, params).qkvw + (size_t)l * QKV * C;
+        buffer_copy(W, dev, layer_w, DEVICE_CPU, (size_t)QKV * C);
+        buffer_zero(dev, m, (size_t)QKV * C);
+        buffer_zero(dev, v, (size_t)QKV * C);
+        for (int t = 0;; t++) {
+            matmul_forward(dev, qkv, X, W, bias, NT, C, QKV);
+            attention_forward(dev, out, att, qkv, nullptr, shape);
+            buffer_copy(A.data(), DEVICE_CPU, att, dev, att_n);
+            double kl = 0;
+            const double rows = (double)N * c.NH * T;
+            for (size_t r = 0; r < (size_t)N * c.NH * T; r++) {
+                const double* p = P[r / T % c.NH].data() + (r % T) * T;
+                for (int j = 0; j < T; j++) {
+                    double a = A[r * T + j];
+                    if (p[j] > 0) kl += p[j] * std::log(p[j] / std::max(a, 1e-30)) / rows;
+                    grad[r * T + j] = (float)((a - p[j]) / rows);
+                }
+            }
+            if (t == 0) fit.kl_start += kl / layers;
+            if (t == steps) { fit.kl_end += kl / layers; break; }
+            buffer_copy(dS, dev, grad.data(), DEVICE_CPU, att_n);
+            buffer_zero(dev, dqkv, (size_t)NT * QKV);
+            buffer_zero(dev, dX, (size_t)NT * C);
+            buffer_zero(dev, dW, (size_t)QKV * C);
+            attention_backward(dev, dqkv, nullptr, dS, nullptr, qkv, att, nullptr, shape);
+            matmul_backward(dev, dX, dW, nullptr, dqkv, X, W, NT, C, QKV);
+            adamw_update(dev, W, m, v, dW, (size_t)QKV * C, adam, 0.0f, t + 1);  // v rows: zero gradient, unmoved
+        }
+        buffer_copy(w.data(), DEVICE_CPU, W, dev, (size_t)QKV * C);
+        for (int h = 0; h < c.NH; h++) {
+            Matrix Wq(c.HS, C), Wk(c.HS, C);
+            for (int d = 0; d < c.HS; d++)
+                for (int i = 0; i < C; i++) {
+                    Wq(d, i) = w[(size_t)(h * c.HS + d) * C + i];
+                    Wk(d, i) = w[(size_t)(c.AH() + h * c.HS + d) * C + i];
+                }
+            set_query_key(c, params, l, h, Wq, Wk);
+        }
+    }
+    for (float* p : {X, dX, W, dW, m, v, qkv, dqkv, bias, out, att, dS}) buffer_free(dev, p);
+    return fit;
+}
+
+// mimetic (Trockman & Kolter, "Mimetic initialization of self-attention layers", 2023): per
+// layer and head, the QK and the value-output products copy what trained attention layers
+// look like: Wq^T Wk ≈ 0.7 Z + 0.7 I (attend to yourself, plus noise) and Wv^T Wo_h^T ≈
+// 0.4 Z' - 0.4 I, with Z, Z' ~ N(0, 1/C) (C,C), each factored by its rank-HS truncated SVD.
+// Wo_h (C,HS) is head h's block of columns of the output projection. q, k biases are set to 0.
+inline void init_mimetic(const Config& c, float* params, Rng& rng) {
+    ParamTensors p = param_bind(c, params);
+    const int C = c.C;
+    for (int l = 0; l < c.L; l++)
+        for (int h = 0; h < c.NH; h++) {
+            Matrix qk(C, C), vo(C, C);
+            for (int i = 0; i < C; i++)
+                for (int j = 0; j < C; j++) qk(i, j) = 0.7 * rng.normal() / std::sqrt((double)C) + (i == j ? 0.7 : 0);
+            for (int i = 0; i < C; i++)
+                for (int j = 0; j < C; j++) vo(i, j) = 0.4 * rng.normal() / std::sqrt((double)C) - (i == j ? 0.4 : 0);
+            Matrix Wq, Wk, Wv, WoT;
+            low_rank_factors(qk, c.HS, Wq, Wk);
+            set_query_key(c, params, l, h, Wq, Wk);
+            low_rank_factors(vo, c.HS, Wv, WoT);
+            float* wv = p.qkvw + (size_t)l * c.QKV() * C + (size_t)(2 * c.AH() + h * c.HS) * C;  // (HS,C)
+            float* wo = p.attprojw + (size_t)l * C * c.AH();                                  // (C,NH·HS)
+            for (int d = 0; d < c.HS; d++)
+                for (int i = 0; i < C; i++) {
+                    wv[(size_t)d * C + i] = (float)Wv(d, i);
+                    wo[(size_t)i * c.AH() + h * c.HS + d] = (float)WoT(d, i);
+                }
+        }
+}
+
+// ----------------------------------------------------------------------------
+// How closely layer 0's attention starts at the target pattern P, on sample examples.
+
+struct InitCheck {
+    double prior_mass = 0, target_mass = 0;  // attention on G-allowed keys: A's, and P's own
+    double mean_abs_diff = 0, max_abs_diff = 0;  // |A - P| over all entries
+};
+
+inline InitCheck init_check(Model& model, const std::vector<int>& tokens, int N, const Structure& G, float mask_c) {
+    // tokens (N,T): sample examples; the first min(N, B) are used
+    const Config& c = model.cfg;
+    const int rows = std::min(N, model.B), T = c.T;
+    std::vector<float> zeros(rows, 0.0f), att((size_t)rows * c.NH * T * T), pattern(att.size());
+    model_forward(model, tokens.data(), zeros.data(), rows);
+    buffer_copy(att.data(), DEVICE_CPU, model_activations(model, rows).att, model.dev, att.size());  // layer 0
+    InitCheck check;
+    for (int h = 0; h < c.NH; h++) {
+        std::vector<double> P = prior_pattern(G, h, mask_c, c.causal);
+        for (int b = 0; b < rows; b++)
+            for (int ij = 0; ij < T * T; ij++) pattern[(((size_t)b * c.NH + h) * T * T) + ij] = (float)P[ij];
+    }
+    for (size_t k = 0; k < att.size(); k++) {
+        double diff = std::fabs((double)att[k] - pattern[k]);
+        check.mean_abs_diff += diff / att.size();
+        check.max_abs_diff = std::max(check.max_abs_diff, diff);
+    }
+    check.prior_mass = attention_prior_mass(att.data(), G, rows, c.NH, T);
+    check.target_mass = attention_prior_mass(pattern.data(), G, rows, c.NH, T);
+    return check;
 }

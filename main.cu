@@ -3,15 +3,41 @@
 #include <sys/stat.h>
 #include <cerrno>
 #include <fstream>
+#include <sstream>
 #include <memory>
 #include "checkpoint.cuh"
 #include "init.cuh"
 #include "options.h"
+#include "persistence.cuh"
+#include "pictures.h"
 #include "tasks/boolean.h"
 
 static std::unique_ptr<Task> make_task(const std::string& name) {
     if (name == "2parity" || name == "maj3" || name == "cyclic3") return std::make_unique<BooleanTask>(name);
     fail("unknown task '%s' (choose 2parity, maj3 or cyclic3)", name.c_str());
+}
+
+// G from a text file: T*T numbers (one G for every head) or NH*T*T (one per head), each 0 or 1,
+// separated by white space; '#' starts a comment to the end of the line.
+static Structure read_structure(const std::string& path, int T, int NH) {
+    std::ifstream f(path);
+    if (!f) fail("cannot read --mask-structure file %s", path.c_str());
+    Structure G;
+    G.T = T;
+    std::string line, word;
+    for (int line_no = 1; std::getline(f, line); line_no++) {
+        std::istringstream words(line.substr(0, line.find('#')));
+        while (words >> word) {
+            if (word != "0" && word != "1")
+                fail("%s line %d: '%s' is not 0 or 1", path.c_str(), line_no, word.c_str());
+            G.g.push_back(word == "1" ? 1.0f : 0.0f);
+        }
+    }
+    if (G.g.size() == (size_t)T * T) G.heads = 1;
+    else if (G.g.size() == (size_t)NH * T * T) G.heads = NH;
+    else fail("%s has %zu entries; this task needs T*T = %d (or NH*T*T = %d)", path.c_str(), G.g.size(), T * T,
+              NH * T * T);
+    return G;
 }
 
 static void make_dirs(const std::string& path) {  // mkdir -p
@@ -37,6 +63,13 @@ static std::string device_name(Device dev) {
     threads = omp_get_max_threads();
 #endif
     return model + ", " + std::to_string(threads) + " threads (CPU)";
+}
+
+template <typename... Args>
+static std::string fmt(const char* format, Args... args) {
+    char buf[256];
+    snprintf(buf, sizeof buf, format, args...);
+    return buf;
 }
 
 static std::string format_duration(double seconds) {
@@ -72,17 +105,21 @@ static void training_batch(const Task& task, EpochOrder& order, int64_t step, in
 
 struct Evaluation {
     Metrics metrics;
-    std::vector<double> prior_mass;  // (L)
+    std::vector<double> prior_mass;      // (L)
+    std::vector<float> mean_attention;   // (L,NH,T,T) A averaged over the evaluation examples
+    Persistence persistence;
     double loss = 0;
 };
 
-static Evaluation evaluate(Model& model, const Task& task, const std::vector<float>& G) {
+static Evaluation evaluate(Model& model, const Task& task, const Structure& G, const PersistenceReference& ref) {
     const Config& c = model.cfg;
     const int n = task.eval_size();
+    const size_t TT = (size_t)c.T * c.T;
     std::vector<float> outputs((size_t)n * c.OUT);
-    std::vector<float> att((size_t)model.B * c.NH * c.T * c.T);
+    std::vector<float> att((size_t)model.B * c.NH * TT);
     Evaluation ev;
     ev.prior_mass.assign(c.L, 0.0);
+    std::vector<double> attention_sum(c.L * c.NH * TT, 0.0);
     Batch batch;
     batch.tokens.resize((size_t)model.B * c.T);
     batch.targets.resize(model.B);
@@ -94,15 +131,25 @@ static Evaluation evaluate(Model& model, const Task& task, const std::vector<flo
         Activations a = model_activations(model, rows);
         buffer_copy(outputs.data() + (size_t)start * c.OUT, DEVICE_CPU, a.logits, model.dev, (size_t)rows * c.OUT);
         for (int l = 0; l < c.L; l++) {
-            size_t per_layer = (size_t)rows * c.NH * c.T * c.T;
+            size_t per_layer = (size_t)rows * c.NH * TT;
             buffer_copy(att.data(), DEVICE_CPU, a.att + l * per_layer, model.dev, per_layer);
-            ev.prior_mass[l] += attention_prior_mass(att.data(), G.data(), rows, c.NH, c.T) * rows;
+            ev.prior_mass[l] += attention_prior_mass(att.data(), G, rows, c.NH, c.T) * rows;
+            for (size_t k = 0; k < per_layer; k++) attention_sum[l * c.NH * TT + k % (c.NH * TT)] += att[k];
         }
     }
     for (double& m : ev.prior_mass) m /= n;
+    for (double sum : attention_sum) ev.mean_attention.push_back((float)(sum / n));
     ev.loss /= n;
     ev.metrics = task.evaluate(outputs);
+    ev.persistence = persistence_metrics(model, ref);
     return ev;
+}
+
+// a list with NaN (not defined for that layer) as null
+static nlohmann::ordered_json layer_list(const std::vector<double>& values) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (double v : values) list.push_back(std::isnan(v) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(v));
+    return list;
 }
 
 static nlohmann::ordered_json evaluation_json(const Evaluation& ev) {
@@ -110,16 +157,56 @@ static nlohmann::ordered_json evaluation_json(const Evaluation& ev) {
     j["eval_loss"] = ev.loss;
     for (const auto& [key, value] : ev.metrics) j[key] = value;
     j["prior_mass"] = ev.prior_mass;
+    const Persistence& p = ev.persistence;
+    bool has_mask = !p.mask_drift.empty() && !std::isnan(p.mask_drift[0]);
+    j["mask_drift"] = has_mask ? layer_list(p.mask_drift) : nlohmann::ordered_json(nullptr);
+    j["qk_cosine"] = layer_list(p.qk_cosine);
+    j["grad_norm_mask"] = has_mask ? layer_list(p.grad_norm_mask) : nlohmann::ordered_json(nullptr);
+    j["grad_norm_qk"] = layer_list(p.grad_norm_qk);
     return j;
+}
+
+static void print_list(const char* name, const std::vector<double>& values, const char* format) {
+    printf(" | %s", name);
+    for (double v : values) std::isnan(v) ? printf(" -") : printf(format, v);
 }
 
 static void print_evaluation(int step, const Evaluation& ev) {
     printf("eval  step %6d | loss %.5f |", step, ev.loss);
     for (const auto& [key, value] : ev.metrics) printf(" %s %.4f", key.c_str(), value);
-    printf(" | prior_mass");
-    for (double m : ev.prior_mass) printf(" %.3f", m);
+    print_list("prior_mass", ev.prior_mass, " %.3f");
+    print_list("mask_drift", ev.persistence.mask_drift, " %.3f");
+    print_list("qk_cosine", ev.persistence.qk_cosine, " %.3f");
     printf("\n");
     fflush(stdout);
+}
+
+// The pictures of one moment of the run (tag: step0 or final): each layer's mean attention
+// map and, where there is a mask, log σ(M); rows are layers, columns heads.
+static void write_pictures(const std::string& dir, const std::string& tag, const Model& model, const Evaluation& ev) {
+    const Config& c = model.cfg;
+    Heatmap att;
+    att.T = c.T;
+    att.grid_rows = c.L;
+    att.grid_cols = c.NH;
+    att.values = ev.mean_attention;
+    att.hi = *std::max_element(att.values.begin(), att.values.end());
+    write_heatmap(dir + "/attention_" + tag + ".png", att);
+    printf("wrote %s/attention_%s.png (mean attention, layers down, heads across; scale 0 .. %.3f)\n", dir.c_str(),
+           tag.c_str(), att.hi);
+    if (c.mask_heads == 0) return;
+    Heatmap mask;
+    mask.T = c.T;
+    mask.grid_rows = c.mask_layers();
+    mask.grid_cols = c.mask_heads;
+    mask.values.resize((size_t)mask.grid_rows * mask.grid_cols * c.T * c.T);
+    buffer_copy(mask.values.data(), DEVICE_CPU, model.params.mask, model.dev, mask.values.size());
+    for (float& m : mask.values) m = log_sigmoid(m);
+    mask.lo = *std::min_element(mask.values.begin(), mask.values.end());
+    mask.hi = 0;
+    write_heatmap(dir + "/mask_" + tag + ".png", mask);
+    printf("wrote %s/mask_%s.png (log σ(M), layers down, heads across; scale %.2f .. 0)\n", dir.c_str(), tag.c_str(),
+           mask.lo);
 }
 
 // ----------------------------------------------------------------------------
@@ -149,6 +236,7 @@ int main(int argc, char** argv) {
     cfg.OUT = task->outputs;
     cfg.head = task->outputs == 1 ? HEAD_REGRESSION : HEAD_CLASS;
     cfg.mask_heads = opt.init == "mask" ? (opt.mask_per_head ? cfg.NH : 1) : 0;
+    cfg.mask_first_layer_only = opt.prior_layers == "first";
     cfg.causal = opt.causal;
     const int B = opt.batch;
     // shapes that cannot be built: the kernels index one layer's activations with 32-bit ints
@@ -166,14 +254,44 @@ int main(int argc, char** argv) {
     model.weight_decay = opt.wd;
     model.mask_weight_decay = opt.mask_wd;
 
-    const std::vector<float> G = task->structure();
+    // the prior's structure G: the task's, or one from a file
+    Structure G;
+    if (opt.mask_structure.empty()) G = {1, cfg.T, task->structure()};
+    else G = read_structure(opt.mask_structure, cfg.T, cfg.NH);
+    if (G.heads > 1 && cfg.mask_heads == 1) fail("%s has one G per head: add --mask-per-head", opt.mask_structure.c_str());
+
+    // initialisation (init.cuh): the default weights, then what the init changes. The
+    // structured inits see the first attention's input on sample examples: the run's first
+    // (up to) 1024 training examples.
+    const int prior_layers = opt.prior_layers == "first" ? 1 : cfg.L;
+    const int samples = std::min(train_n, 1024);
+    std::vector<int> sample_tokens((size_t)samples * cfg.T);
     {
-        std::vector<float> host(model.num_params);
-        Rng rng(opt.seed);
-        init_default(cfg, host.data(), rng);
-        if (opt.init == "mask") init_mask_from_structure(cfg, host.data(), G, opt.mask_c);
-        buffer_copy(model.params_mem, dev, host.data(), DEVICE_CPU, model.num_params);
+        EpochOrder first_epoch(opt.seed, train_n);
+        float target;
+        for (int k = 0; k < samples; k++)
+            task->train_example(first_epoch.example(k), &sample_tokens[(size_t)k * cfg.T], &target);
     }
+    std::vector<float> host(model.num_params);
+    Rng rng(opt.seed);
+    init_default(cfg, host.data(), rng);
+    if (opt.init == "mask") init_mask_from_structure(cfg, host.data(), G, opt.mask_c);
+    if (opt.init == "mimetic") init_mimetic(cfg, host.data(), rng);
+    buffer_copy(model.params_mem, dev, host.data(), DEVICE_CPU, model.num_params);
+    const AttentionInputs E = first_attention_inputs(model, sample_tokens, samples);
+    std::string init_note;
+    if (opt.init == "qk-svd") {
+        init_qk_svd(cfg, host.data(), E, G, opt.mask_c, prior_layers);
+        init_note = fmt("closed form from %d distinct first-attention inputs", E.distinct.rows);
+    }
+    if (opt.init == "qk-opt") {
+        QkFit fit = init_qk_opt(model, host.data(), E, G, opt.mask_c, prior_layers, (int)opt.qk_opt_steps);
+        init_note = fmt("Adam fit, %lld steps: KL(P||A) %.4f -> %.6f", (long long)opt.qk_opt_steps, fit.kl_start,
+                        fit.kl_end);
+    }
+    buffer_copy(model.params_mem, dev, host.data(), DEVICE_CPU, model.num_params);
+    const InitCheck check = init_check(model, sample_tokens, samples, G, opt.mask_c);
+    const PersistenceReference reference = {host, E.distinct};
     std::map<std::string, std::string> run_meta = {
         {"task", opt.task}, {"init", opt.init}, {"seed", std::to_string(opt.seed)}, {"optimizer", opt.optimizer}};
     int64_t start_step = 0;
@@ -210,16 +328,19 @@ int main(int argc, char** argv) {
 
     // startup table
     auto row = [](const char* label, const std::string& text) { printf("| %-16s | %-52s |\n", label, text.c_str()); };
-    auto fmt = [](const char* f, auto... args) {
-        char buf[256];
-        snprintf(buf, sizeof buf, f, args...);
-        return std::string(buf);
-    };
     const char* mask_kind = cfg.mask_heads == 0 ? "" : cfg.mask_heads == 1 ? ", mask shared by heads" : ", mask per head";
     const std::string rule = "+------------------+------------------------------------------------------+";
     puts(rule.c_str());
     row("task", fmt("%s (train %d, eval %d)", opt.task.c_str(), train_n, task->eval_size()));
-    row("init", fmt("%s%s%s", opt.init.c_str(), mask_kind, cfg.mask_heads ? fmt(", c = %g", opt.mask_c).c_str() : ""));
+    const bool structured = opt.init == "mask" || opt.init == "qk-svd" || opt.init == "qk-opt";
+    row("init", fmt("%s%s%s%s", opt.init.c_str(), mask_kind, structured ? fmt(", c = %g", opt.mask_c).c_str() : "",
+                    structured && prior_layers == 1 ? ", layer 0 only" : ""));
+    if (!init_note.empty()) row("", init_note);
+    row("structure G", opt.mask_structure.empty() ? "the task's" : fmt("%s (%s)", opt.mask_structure.c_str(),
+                                                                      G.heads > 1 ? "one per head" : "all heads"));
+    row("step-0 check", fmt("layer 0 vs P = softmax(c·G): prior mass %.3f (P: %.3f)", check.prior_mass,
+                            check.target_mass));
+    row("", fmt("|A - P| mean %.4f, max %.4f", check.mean_abs_diff, check.max_abs_diff));
     row("model", fmt("C %d L %d NH %d HS %d MLP %d T %d%s", cfg.C, cfg.L, cfg.NH, cfg.HS, cfg.MLP, cfg.T,
                      cfg.causal ? " causal" : ""));
     row("parameters", fmt("%zu", model.num_params));
@@ -241,11 +362,24 @@ int main(int argc, char** argv) {
     float loss = 0;
     Evaluation ev;
     if (start_step == 0) {
-        ev = evaluate(model, *task, G);
+        // the gradient of the first batch, so that step 0 reports gradient norms too
+        training_batch(*task, order, 0, B, batch);
+        model_forward(model, batch.tokens.data(), batch.targets.data(), B);
+        model_zero_grad(model);
+        model_backward(model, B);
+        ev = evaluate(model, *task, G, reference);
         print_evaluation(0, ev);
         nlohmann::ordered_json j = {{"step", 0}, {"loss", nullptr}};
         j.update(evaluation_json(ev));
         log << j.dump() << "\n" << std::flush;
+        write_pictures(out_dir, "step0", model, ev);
+        Heatmap structure;
+        structure.T = cfg.T;
+        structure.grid_rows = 1;
+        structure.grid_cols = G.heads;
+        structure.values = G.g;
+        write_heatmap(out_dir + "/structure.png", structure);
+        printf("wrote %s/structure.png (G: 1 where a query may attend to a key, heads across)\n", out_dir.c_str());
         t_window = now_seconds();
     }
     for (int64_t step = start_step; step < steps; step++) {
@@ -267,7 +401,7 @@ int main(int argc, char** argv) {
             window_steps = 0;
         }
         if (done % eval_every == 0 || done == steps) {
-            ev = evaluate(model, *task, G);
+            ev = evaluate(model, *task, G, reference);
             print_evaluation((int)done, ev);
             nlohmann::ordered_json j = {{"step", done}, {"loss", loss}};
             j.update(evaluation_json(ev));
@@ -277,10 +411,11 @@ int main(int argc, char** argv) {
         }
     }
     if (start_step == steps) {  // resumed a finished run: nothing trained, evaluate what is there
-        ev = evaluate(model, *task, G);
+        ev = evaluate(model, *task, G, reference);
         print_evaluation((int)steps, ev);
     }
     double seconds = now_seconds() - t_start;
+    write_pictures(out_dir, "final", model, ev);
 
     run_meta["step"] = std::to_string(steps);
     checkpoint_save(save_path, model, run_meta);
@@ -301,7 +436,12 @@ int main(int argc, char** argv) {
     printf("| final metric     | value      |\n");
     printf("+------------------+------------+\n");
     for (const auto& [key, value] : ev.metrics) printf("| %-16s | %10.4f |\n", key.c_str(), value);
-    for (int l = 0; l < cfg.L; l++) printf("| prior_mass[%d]    | %10.4f |\n", l, ev.prior_mass[l]);
+    const Persistence& pe = ev.persistence;
+    for (int l = 0; l < cfg.L; l++) {
+        printf("| prior_mass[%d]    | %10.4f |\n", l, ev.prior_mass[l]);
+        if (cfg.layer_has_mask(l)) printf("| mask_drift[%d]    | %10.4f |\n", l, pe.mask_drift[l]);
+        printf("| qk_cosine[%d]     | %10.4f |\n", l, pe.qk_cosine[l]);
+    }
     printf("| seconds          | %10.1f |\n", seconds);
     printf("+------------------+------------+\n");
     printf("wrote %s/metrics.json, %s/log.jsonl, %s\n", out_dir.c_str(), out_dir.c_str(), save_path.c_str());

@@ -27,6 +27,7 @@ struct Config {
     int MLP = 32;   // MLP hidden size
     int OUT = 1;    // head outputs: 1 (regression) or the number of classes
     int mask_heads = 0;  // 0: no mask, 1: one M per layer shared by heads, NH: one per head
+    bool mask_first_layer_only = false;  // the mask in layer 0 only; the other layers have none
     bool causal = false;
     HeadType head = HEAD_REGRESSION;
     int QKV() const { return 3 * NH * HS; }
@@ -34,6 +35,8 @@ struct Config {
     // the position the head reads: CLS, or under causal attention the last position, the
     // only one that sees the whole sequence
     int head_position() const { return causal ? T - 1 : 0; }
+    bool layer_has_mask(int l) const { return mask_heads > 0 && (l == 0 || !mask_first_layer_only); }
+    int mask_layers() const { return mask_heads == 0 ? 0 : mask_first_layer_only ? 1 : L; }
 };
 
 // ----------------------------------------------------------------------------
@@ -46,7 +49,7 @@ struct ParamTensors {
     float* ln1b;      // (L,C)
     float* qkvw;      // (L,3·NH·HS,C)
     float* qkvb;      // (L,3·NH·HS)
-    float* mask;      // (L,T,T) or (L,NH,T,T); absent (size 0) when there is no mask
+    float* mask;      // (L,T,T) or (L,NH,T,T); only layer 0's with --prior-layers first; absent (size 0) when there is no mask
     float* attprojw;  // (L,C,NH·HS)
     float* attprojb;  // (L,C)
     float* ln2w;      // (L,C)
@@ -69,7 +72,8 @@ struct TensorInfo {
     bool per_layer;
     std::vector<int64_t> shape;
     size_t numel;   // of one slice
-    size_t offset;  // of the whole (L-stacked) tensor in the flat buffer
+    size_t offset;  // of the whole (stacked) tensor in the flat buffer
+    int slices;     // layers stacked: L for a per-layer tensor (the mask: the layers that have one), 1 else
 };
 
 inline std::vector<TensorInfo> param_layout(const Config& c) {
@@ -100,9 +104,10 @@ inline std::vector<TensorInfo> param_layout(const Config& c) {
     for (TensorInfo& info : t) {
         info.numel = 1;
         for (int64_t d : info.shape) info.numel *= (size_t)d;
-        if (info.field == &ParamTensors::mask && c.mask_heads == 0) info.numel = 0;
+        info.slices = info.field == &ParamTensors::mask ? c.mask_layers() : info.per_layer ? c.L : 1;
+        if (info.slices == 0) info.numel = 0;
         info.offset = offset;
-        offset += info.numel * (info.per_layer ? c.L : 1);
+        offset += info.numel * info.slices;
     }
     return t;
 }
@@ -243,8 +248,9 @@ inline Activations model_activations(const Model& model, int rows) {
     return a;
 }
 
-inline AttentionShape model_attention_shape(const Config& c, int B) {
-    return {B, c.T, c.NH, c.HS, c.mask_heads, c.causal};
+// The attention shape of layer l: a layer without a mask has mask_heads 0.
+inline AttentionShape model_attention_shape(const Config& c, int B, int l) {
+    return {B, c.T, c.NH, c.HS, c.layer_has_mask(l) ? c.mask_heads : 0, c.causal};
 }
 
 // Forward pass on `rows` <= model.B examples: tokens (rows,T) and targets (rows), host memory.
@@ -272,10 +278,10 @@ inline float model_forward(Model& model, const int* tokens, const float* targets
         float* atty = a.atty + (size_t)l * BT * c.AH();
         float* fch = a.fch + (size_t)l * BT * c.MLP;
         float* fch_gelu = a.fch_gelu + (size_t)l * BT * c.MLP;
-        const float* mask = c.mask_heads ? p.mask + (size_t)l * c.mask_heads * T * T : nullptr;
+        const float* mask = c.layer_has_mask(l) ? p.mask + (size_t)l * c.mask_heads * T * T : nullptr;
         layernorm_forward(dev, ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, x, p.ln1w + l * C, p.ln1b + l * C, BT, C);
         matmul_forward(dev, qkv, ln1, p.qkvw + (size_t)l * c.QKV() * C, p.qkvb + l * c.QKV(), BT, C, c.QKV());
-        attention_forward(dev, atty, att, qkv, mask, model_attention_shape(c, B));
+        attention_forward(dev, atty, att, qkv, mask, model_attention_shape(c, B, l));
         matmul_forward(dev, a.attproj + lc, atty, p.attprojw + (size_t)l * C * c.AH(), p.attprojb + l * C, BT, c.AH(), C);
         residual_forward(dev, a.residual2 + lc, x, a.attproj + lc, (size_t)BT * C);
         layernorm_forward(dev, a.ln2 + lc, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, a.residual2 + lc,
@@ -343,9 +349,10 @@ inline void model_backward(Model& model, int rows) {
         matmul_backward(dev, d.atty + lah, g.attprojw + (size_t)l * C * c.AH(), g.attprojb + l * C, d.attproj + lc,
                         a.atty + lah, p.attprojw + (size_t)l * C * c.AH(), BT, c.AH(), C);
         // atty = attention(qkv, mask)
-        attention_backward(dev, d.qkv + lqkv, c.mask_heads ? g.mask + lmask : nullptr, d.att + latt, d.atty + lah,
-                           a.qkv + lqkv, a.att + latt, c.mask_heads ? p.mask + lmask : nullptr,
-                           model_attention_shape(c, B));
+        const bool masked = c.layer_has_mask(l);
+        attention_backward(dev, d.qkv + lqkv, masked ? g.mask + lmask : nullptr, d.att + latt, d.atty + lah,
+                           a.qkv + lqkv, a.att + latt, masked ? p.mask + lmask : nullptr,
+                           model_attention_shape(c, B, l));
         // qkv = ln1 Wqkv^T + bqkv
         matmul_backward(dev, d.ln1 + lc, g.qkvw + (size_t)l * c.QKV() * C, g.qkvb + l * c.QKV(), d.qkv + lqkv,
                         a.ln1 + lc, p.qkvw + (size_t)l * c.QKV() * C, BT, C, c.QKV());
@@ -361,7 +368,7 @@ inline void model_update(Model& model) {
     model.adam_t++;
     for (const TensorInfo& info : model.layout) {
         if (info.numel == 0) continue;
-        size_t n = info.numel * (info.per_layer ? model.cfg.L : 1);
+        size_t n = info.numel * info.slices;
         float wd = info.field == &ParamTensors::mask ? model.mask_weight_decay : model.weight_decay;
         adamw_update(model.dev, model.params.*info.field, model.m.*info.field, model.v.*info.field,
                      model.grads.*info.field, n, model.adam, wd, model.adam_t);

@@ -20,6 +20,8 @@ struct Options {
     int width = 32, layers = 2, heads = 2, head_size = 16, mlp = 32;
     float mask_c = 6.0f;
     bool mask_per_head = false, causal = false, tf32 = false;
+    std::string mask_structure, prior_layers = "all";
+    int64_t qk_opt_steps = 2000;
     int64_t eval_every = 500, log_every = 0;
     std::string out, save, resume, dump_state;
 };
@@ -29,9 +31,16 @@ Trains a small transformer whose attention carries a learnable mask log σ(M).
 
 task and init
   --task NAME         2parity | maj3 | cyclic3                          (maj3)
-  --init NAME         default (no mask) | mask (M = ±c from the task's G) (default)
-  --mask-c C          mask init magnitude c                            (6)
+  --init NAME         default (no mask) | mask (M = ±c from the task's G) |
+                      qk-svd | qk-opt (the same prior in Wq, Wk; no mask) |
+                      mimetic (Wq^T Wk ≈ 0.7 Z + 0.7 I; no G)           (default)
+  --mask-c C          prior strength c: mask ±c; qk-* target logits c·G (6)
   --mask-per-head     one M per head instead of one per layer shared by heads
+  --mask-structure F  G from a text file instead of the task's: T×T (or
+                      NH×T×T, one per head) numbers 0/1
+  --prior-layers W    all | first: the mask or QK prior in every layer, or
+                      in layer 0 only                                  (all)
+  --qk-opt-steps N    Adam steps of the qk-opt fit                     (2000)
   --causal            causal attention (keys after the query are hidden)
 model
   --width C           residual width                                   (32)
@@ -103,14 +112,15 @@ inline Options parse_options(int argc, char** argv) {
         static const char* valued[] = {"--task", "--init", "--device", "--optimizer", "--seed", "--steps",
                                        "--epochs", "--batch", "--lr", "--wd", "--mask-wd", "--width", "--layers",
                                        "--heads", "--head-size", "--mlp", "--mask-c", "--eval-every", "--log-every",
-                                       "--out", "--save", "--resume", "--dump-state"};
+                                       "--out", "--save", "--resume", "--dump-state", "--mask-structure",
+                                       "--prior-layers", "--qk-opt-steps"};
         bool known = false;
         for (const char* v : valued) known |= flag == v;
         if (!known) fail("unknown flag %s (see --help)", flag.c_str());
         if (i + 1 >= argc) fail("%s needs a value", flag.c_str());
         const char* value = argv[++i];
         if (flag == "--task") o.task = parse_choice(flag, value, {"2parity", "maj3", "cyclic3"});
-        else if (flag == "--init") o.init = parse_choice(flag, value, {"default", "mask"});
+        else if (flag == "--init") o.init = parse_choice(flag, value, {"default", "mask", "qk-svd", "qk-opt", "mimetic"});
         else if (flag == "--device") o.device = parse_choice(flag, value, {"auto", "cpu", "cuda"});
         else if (flag == "--optimizer") o.optimizer = parse_choice(flag, value, {"adamw", "adam"});
         else if (flag == "--seed") o.seed = (uint64_t)parse_int(flag, value, 0);
@@ -132,8 +142,13 @@ inline Options parse_options(int argc, char** argv) {
         else if (flag == "--save") o.save = value;
         else if (flag == "--resume") o.resume = value;
         else if (flag == "--dump-state") o.dump_state = value;
+        else if (flag == "--mask-structure") o.mask_structure = value;
+        else if (flag == "--prior-layers") o.prior_layers = parse_choice(flag, value, {"all", "first"});
+        else if (flag == "--qk-opt-steps") o.qk_opt_steps = parse_int(flag, value, 1);
     }
     if (steps_given && o.epochs > 0) fail("give --steps or --epochs, not both");
     if (o.mask_per_head && o.init != "mask") fail("--mask-per-head needs --init mask");
+    bool structured = o.init == "mask" || o.init == "qk-svd" || o.init == "qk-opt";
+    if (!o.mask_structure.empty() && !structured) fail("--mask-structure needs --init mask, qk-svd or qk-opt");
     return o;
 }

@@ -75,6 +75,11 @@ TEST_CASE("causal attention puts no weight on later keys") {
 
 TEST_CASE("prior mass of a hand-made attention map") {
     // one row puts 0.75 on allowed keys, the other 0.5: mean 0.625
-    std::vector<float> att = {0.75f, 0.25f, 0.5f, 0.5f}, G = {1, 0, 0, 1};
-    CHECK(attention_prior_mass(att.data(), G.data(), 1, 1, 2) == doctest::Approx(0.625));
+    std::vector<float> att = {0.75f, 0.25f, 0.5f, 0.5f};
+    Structure G = {1, 2, {1, 0, 0, 1}};
+    CHECK(attention_prior_mass(att.data(), G, 1, 1, 2) == doctest::Approx(0.625));
+    // one G per head: head 1 allows the other keys, where it puts 0.25 and 0.5 (mean 0.375)
+    std::vector<float> two_heads = {0.75f, 0.25f, 0.5f, 0.5f, 0.75f, 0.25f, 0.5f, 0.5f};
+    Structure per_head = {2, 2, {1, 0, 0, 1, 0, 1, 1, 0}};
+    CHECK(attention_prior_mass(two_heads.data(), per_head, 1, 2, 2) == doctest::Approx((0.625 + 0.375) / 2));
 }

@@ -35,7 +35,23 @@ TEST_CASE("bad command lines get one clear line and exit code 2") {
     expect_error("--mask-per-head", "--mask-per-head needs --init mask");
     expect_error("--batch 100000000 --width 4096", "too large");
     expect_error("stray", "unexpected argument");
+    expect_error("--prior-layers some", "--prior-layers must be one of");
+    expect_error("--qk-opt-steps 0", "--qk-opt-steps must be at least 1");
     if (!gpu_available()) expect_error("--device cuda", "no CUDA GPU");
+}
+
+TEST_CASE("bad --mask-structure files get one clear line and exit code 2") {
+    expect_error("--init mask --mask-structure /nonexistent/G.txt", "cannot read --mask-structure file");
+    expect_error("--init default --mask-structure /tmp/any.txt", "--mask-structure needs --init mask, qk-svd or qk-opt");
+    { std::ofstream("/tmp/maskprior_G_short.txt") << "1 0 1\n0 1 0\n"; }
+    expect_error("--task maj3 --init mask --mask-structure /tmp/maskprior_G_short.txt", "has 6 entries");
+    { std::ofstream("/tmp/maskprior_G_bad.txt") << "# a comment\n1 0\n0 2\n"; }
+    expect_error("--task maj3 --init mask --mask-structure /tmp/maskprior_G_bad.txt", "line 3: '2' is not 0 or 1");
+    {   // one G per head (2 heads) needs --mask-per-head for the mask init
+        std::ofstream f("/tmp/maskprior_G_heads.txt");
+        for (int k = 0; k < 2 * 16 * 16; k++) f << (k % 17 == 0 ? "1 " : "0 ");
+    }
+    expect_error("--task maj3 --init mask --mask-structure /tmp/maskprior_G_heads.txt", "add --mask-per-head");
 }
 
 TEST_CASE("bad checkpoints get one clear line and exit code 2") {
@@ -96,6 +112,50 @@ TEST_CASE("a run leaves metrics.json, log.jsonl and a checkpoint with the docume
         const StTensor* t = ck.find(name);
         REQUIRE_MESSAGE(t, name);
         CHECK(t->shape == shape);
+    }
+}
+
+TEST_CASE("every init runs, reports its step-0 match and leaves the persistence metrics and pictures") {
+    {   // G: every position with itself, and CLS with x0 (one G shared by both heads)
+        std::ofstream f("/tmp/maskprior_G.txt");
+        for (int i = 0; i < 16; i++) {
+            for (int j = 0; j < 16; j++) f << (i == j || (i < 2 && j < 2) ? "1 " : "0 ");
+            f << "\n";
+        }
+    }
+    for (const char* init : {"default", "mask", "qk-svd", "qk-opt", "mimetic"}) {
+        std::string extra = std::string(init) == "default" || std::string(init) == "mimetic"
+                                ? "" : " --mask-structure /tmp/maskprior_G.txt --prior-layers first";
+        CommandResult r = run_command(TINY + "--task 2parity --steps 4 --eval-every 2 --qk-opt-steps 20 --layers 2 "
+                                             "--init " + init + extra + " --out /tmp/maskprior_init_" + init);
+        CAPTURE(init);
+        CAPTURE(r.out);
+        REQUIRE(r.exit_code == 0);
+        CHECK(r.out.find("step-0 check") != std::string::npos);
+        const std::string dir = std::string("/tmp/maskprior_init_") + init;
+        std::ifstream log(dir + "/log.jsonl");
+        std::string first;
+        std::getline(log, first);
+        nlohmann::json j = nlohmann::json::parse(first);
+        for (const char* key : {"prior_mass", "qk_cosine", "grad_norm_qk"}) {
+            REQUIRE_MESSAGE(j[key].is_array(), key);
+            CHECK(j[key].size() == 2);  // one entry per layer
+        }
+        CHECK(j["qk_cosine"][0] == 1.0);  // step 0 against itself
+        CHECK(j["grad_norm_qk"][0].get<double>() > 0);  // the first batch's gradient
+        if (std::string(init) == "mask") {  // the mask lives in layer 0 only
+            CHECK(j["mask_drift"][0] == 0.0);
+            CHECK(j["mask_drift"][1].is_null());
+            CHECK(j["grad_norm_mask"][0].get<double>() > 0);
+            CHECK(std::ifstream(dir + "/mask_final.png").good());
+        } else {
+            CHECK(j["mask_drift"].is_null());
+        }
+        for (const char* png : {"attention_step0.png", "attention_final.png", "structure.png"})
+            CHECK_MESSAGE(std::ifstream(dir + "/" + png).good(), png);
+        std::ifstream metrics_file(dir + "/metrics.json");
+        nlohmann::json metrics = nlohmann::json::parse(metrics_file);
+        CHECK(metrics["qk_cosine"].size() == 2);
     }
 }
 

@@ -228,7 +228,7 @@ TEST_CASE("a whole training step on the GPU matches the CPU; two GPU runs are bi
     std::vector<float> init(param_count(c));
     Rng rng(5);
     init_default(c, init.data(), rng);
-    init_mask_from_structure(c, init.data(), task.structure(), 1.5f);
+    init_mask_from_structure(c, init.data(), Structure{1, c.T, task.structure()}, 1.5f);
     std::vector<int> tokens((size_t)B * c.T);
     std::vector<float> y(B);
     for (int b = 0; b < B; b++) task.train_example(b * 37, &tokens[b * c.T], &y[b]);

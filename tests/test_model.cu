@@ -28,7 +28,7 @@ static void init_model(Model& model, uint64_t seed, float mask_scale) {
     init_default(model.cfg, host.data(), rng);
     if (model.cfg.mask_heads) {  // a random mask, so its gradient is not scaled to nothing
         float* mask = param_bind(model.cfg, host.data()).mask;
-        for (int i = 0; i < model.cfg.L * model.cfg.mask_heads * model.cfg.T * model.cfg.T; i++)
+        for (int i = 0; i < model.cfg.mask_layers() * model.cfg.mask_heads * model.cfg.T * model.cfg.T; i++)
             mask[i] = rng.uniform(-mask_scale, mask_scale);
     }
     buffer_copy(model.params_mem, model.dev, host.data(), DEVICE_CPU, model.num_params);
@@ -37,8 +37,10 @@ static void init_model(Model& model, uint64_t seed, float mask_scale) {
 // The model runs in float, so the central difference uses a larger step; the layer-level checks
 // in double (test_layers, test_attention) are the tight ones, and torch_reference.py checks this
 // same backward against PyTorch's autograd.
-static void check_model_gradient(int mask_heads, bool causal, HeadType head = HEAD_REGRESSION) {
+static void check_model_gradient(int mask_heads, bool causal, HeadType head = HEAD_REGRESSION,
+                                 bool mask_first_layer_only = false) {
     Config c = tiny_config(mask_heads, causal, head);
+    c.mask_first_layer_only = mask_first_layer_only;
     const int B = 4;
     Model model;
     model_build(model, c, DEVICE_CPU, B);
@@ -76,12 +78,13 @@ TEST_CASE("whole-model gradient matches finite differences") {
     SUBCASE("shared mask") { check_model_gradient(1, false); }
     SUBCASE("per-head mask, causal") { check_model_gradient(2, true); }
     SUBCASE("classification head (cross-entropy), shared mask") { check_model_gradient(1, false, HEAD_CLASS); }
+    SUBCASE("mask in the first layer only") { check_model_gradient(1, false, HEAD_REGRESSION, true); }
 }
 
 TEST_CASE("the mask init writes +c on G and -c elsewhere, in every layer, and nothing else changes") {
     Config c = tiny_config(2, false);
-    std::vector<float> G(c.T * c.T, 0.0f);
-    G[0] = G[7] = 1;
+    Structure G = {1, c.T, std::vector<float>(c.T * c.T, 0.0f)};
+    G.g[0] = G.g[7] = 1;
     std::vector<float> plain(param_count(c)), masked(param_count(c));
     Rng r1(5), r2(5);
     init_default(c, plain.data(), r1);
@@ -89,7 +92,7 @@ TEST_CASE("the mask init writes +c on G and -c elsewhere, in every layer, and no
     init_mask_from_structure(c, masked.data(), G, 6.0f);
     ParamTensors p = param_bind(c, masked.data());
     for (int lh = 0; lh < c.L * c.mask_heads; lh++)
-        for (int ij = 0; ij < c.T * c.T; ij++) CHECK(p.mask[lh * c.T * c.T + ij] == (G[ij] ? 6.0f : -6.0f));
+        for (int ij = 0; ij < c.T * c.T; ij++) CHECK(p.mask[lh * c.T * c.T + ij] == (G.g[ij] ? 6.0f : -6.0f));
     size_t mask_begin = p.mask - masked.data(), mask_end = mask_begin + c.L * c.mask_heads * c.T * c.T;
     for (size_t i = 0; i < plain.size(); i++)
         if (i < mask_begin || i >= mask_end) REQUIRE(plain[i] == masked[i]);

@@ -30,6 +30,10 @@ TEST_CASE("every gradient matches PyTorch autograd") {
     SUBCASE("causal, shared mask") {
         cross_check("--task 2parity --init mask --causal --mask-c 1.5", "/tmp/maskprior_x4.safetensors");
     }
+    SUBCASE("mask in the first layer only") {
+        cross_check("--task maj3 --init mask --prior-layers first --mask-c 1.5", "/tmp/maskprior_x7.safetensors");
+    }
+    SUBCASE("qk-opt init") { cross_check("--task 2parity --init qk-opt --qk-opt-steps 50", "/tmp/maskprior_x8.safetensors"); }
     SUBCASE("causal, per-head mask") {
         cross_check("--task maj3 --init mask --causal --mask-per-head --mask-c 1.5 --layers 1",
                     "/tmp/maskprior_x5.safetensors");

@@ -60,7 +60,7 @@ def parameter_shapes(cfg):
         h = f"h.{l}."
         shapes.update({h + "ln1.weight": (C,), h + "ln1.bias": (C,),
                        h + "attn.qkv.weight": (3 * NH * HS, C), h + "attn.qkv.bias": (3 * NH * HS,)})
-        if cfg["mask"] != "none":
+        if cfg["mask"] != "none" and (l == 0 or cfg["mask_layers"] == "all"):
             shapes[h + "attn.mask"] = (T, T) if cfg["mask"] == "layer" else (NH, T, T)
         shapes.update({h + "attn.proj.weight": (C, NH * HS), h + "attn.proj.bias": (C,),
                        h + "ln2.weight": (C,), h + "ln2.bias": (C,),
@@ -128,7 +128,7 @@ def main(argv):
     tensors, meta = read_safetensors(argv[1])
     numbers = ("width", "layers", "heads", "head_size", "mlp", "seq_len", "vocab", "out", "causal")
     cfg = {key: int(meta[key]) for key in numbers}
-    cfg.update(mask=meta["mask"], head_type=meta["head_type"])
+    cfg.update(mask=meta["mask"], head_type=meta["head_type"], mask_layers=meta.get("mask_layers", "all"))
     if len(argv) == 4:
         if argv[3] not in tensors:
             sys.exit(f"{argv[1]}: no tensor {argv[3]} to corrupt")

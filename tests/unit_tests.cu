@@ -5,6 +5,7 @@
 #include "test_layers.cu"
 #include "test_attention.cu"
 #include "test_model.cu"
+#include "test_init.cu"
 #include "test_tasks.cu"
 #include "test_cli.cu"
 #include "test_torch.cu"

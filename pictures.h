@@ -1,0 +1,64 @@
+// pictures.h: heatmaps as PNG files (stb_image_write, Debian's libstb-dev), so that a run's
+// masks and attention maps can be seen, not only read (DESIGN.md section 7). Host only.
+//
+// A picture is a grid of panels, one (T,T) matrix each: rows of the grid are layers, columns
+// are heads. Entry (i, j) of a panel, query i and key j, is a square of `cell` pixels, row i
+// drawn from the top, column j from the left, with a white gap between panels. Values map
+// linearly from [lo, hi] onto the viridis colour scale: dark purple is lo, yellow is hi.
+#pragma once
+#define STB_IMAGE_WRITE_STATIC  // private to this file's includer: one copy per program
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb/stb_image_write.h>
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+#include "common.cuh"
+
+// viridis at nine evenly spaced points (matplotlib's colour map), interpolated linearly
+inline void viridis(double t, unsigned char* rgb) {
+    static const unsigned char stops[9][3] = {{68, 1, 84},    {71, 45, 123},  {59, 82, 139},
+                                              {44, 114, 142}, {33, 145, 140}, {39, 173, 129},
+                                              {92, 200, 99},  {170, 220, 50}, {253, 231, 37}};
+    t = std::min(1.0, std::max(0.0, std::isfinite(t) ? t : 0.0)) * 8;
+    int k = std::min(7, (int)t);
+    double f = t - k;
+    for (int c = 0; c < 3; c++) rgb[c] = (unsigned char)std::lround(stops[k][c] * (1 - f) + stops[k + 1][c] * f);
+}
+
+struct Heatmap {
+    int T = 0, grid_rows = 0, grid_cols = 0;
+    std::vector<float> values;  // (grid_rows, grid_cols, T, T)
+    double lo = 0, hi = 1;
+};
+
+// Pixels per entry: a panel is about 256 pixels wide, an entry never less than 2.
+inline int heatmap_cell(int T) { return std::max(2, 256 / T); }
+constexpr int HEATMAP_GAP = 8;
+
+inline int heatmap_width(const Heatmap& h) { return h.grid_cols * (h.T * heatmap_cell(h.T) + HEATMAP_GAP) - HEATMAP_GAP; }
+inline int heatmap_height(const Heatmap& h) { return h.grid_rows * (h.T * heatmap_cell(h.T) + HEATMAP_GAP) - HEATMAP_GAP; }
+
+inline void write_heatmap(const std::string& path, const Heatmap& h) {
+    const int cell = heatmap_cell(h.T), panel = h.T * cell + HEATMAP_GAP;
+    const int width = heatmap_width(h), height = heatmap_height(h);
+    std::vector<unsigned char> image((size_t)width * height * 3, 255);  // white
+    const double span = h.hi > h.lo ? h.hi - h.lo : 1;
+    for (int gr = 0; gr < h.grid_rows; gr++)
+        for (int gc = 0; gc < h.grid_cols; gc++) {
+            const float* m = h.values.data() + ((size_t)gr * h.grid_cols + gc) * h.T * h.T;
+            for (int i = 0; i < h.T; i++)
+                for (int j = 0; j < h.T; j++) {
+                    unsigned char rgb[3];
+                    viridis((m[i * h.T + j] - h.lo) / span, rgb);
+                    for (int y = 0; y < cell; y++)
+                        for (int x = 0; x < cell; x++) {
+                            size_t px = ((size_t)(gr * panel + i * cell + y) * width + gc * panel + j * cell + x) * 3;
+                            std::copy(rgb, rgb + 3, image.begin() + px);
+                        }
+                }
+        }
+    std::string tmp = path + ".tmp";
+    if (!stbi_write_png(tmp.c_str(), width, height, 3, image.data(), width * 3) || rename(tmp.c_str(), path.c_str()))
+        fail("cannot write %s", path.c_str());
+}
