@@ -299,6 +299,45 @@ TEST_CASE("GPU embedding with scalar encoding, and the logistic loss, match the 
     }
 }
 
+// The same with scalar encoding and the logistic loss, on maj3 (±1 targets); the wte rows of
+// the bit tokens must stay exactly 0 on both devices.
+TEST_CASE("a training step with scalar encoding and logistic loss: GPU matches the CPU" * doctest::skip(NO_GPU)) {
+    BooleanTask task("maj3");
+    Config c;
+    c.V = 3; c.T = 16; c.C = 24; c.L = 2; c.NH = 3; c.HS = 8; c.MLP = 40; c.mask_heads = 1;
+    c.encoding = ENCODING_SCALAR;
+    c.token_value = task.token_values();
+    c.loss = LOSS_LOGISTIC;
+    const int B = 32;
+    std::vector<float> init(param_count(c));
+    Rng rng(8);
+    init_default(c, init.data(), rng);
+    init_mask_from_structure(c, init.data(), task.structure(), 1.5f);
+    std::vector<int> tokens((size_t)B * c.T);
+    std::vector<float> y(B);
+    for (int b = 0; b < B; b++) task.train_example(b * 37, &tokens[b * c.T], &y[b]);
+    std::vector<float> result[2];
+    float losses[2];
+    for (int run = 0; run < 2; run++) {
+        Model model;
+        model_build(model, c, run == 0 ? DEVICE_CPU : DEVICE_GPU, B);
+        buffer_copy(model.params_mem, model.dev, init.data(), DEVICE_CPU, model.num_params);
+        for (int step = 0; step < 3; step++) {
+            losses[run] = model_forward(model, tokens.data(), y.data(), B);
+            model_zero_grad(model);
+            model_backward(model, B);
+            model_update(model);
+        }
+        result[run].resize(model.num_params);
+        buffer_copy(result[run].data(), DEVICE_CPU, model.params_mem, model.dev, model.num_params);
+        ParamTensors p = param_bind(c, result[run].data());
+        for (int i = 0; i < 2 * c.C; i++) CHECK(p.wte[i] == 0.0f);  // tokens 0 and 1: the bits
+        model_free(model);
+    }
+    CHECK(losses[1] == doctest::Approx(losses[0]).epsilon(1e-4));
+    expect_close("parameters after 3 steps", result[1], result[0], REDUCTION);
+}
+
 TEST_CASE("a short GPU training run on maj3 fits the seen domain" * doctest::skip(NO_GPU)) {
     CommandResult r = run_command("./maskprior --device cuda --task maj3 --init mask --steps 400 --eval-every 400 "
                                   "--out /tmp/maskprior_gpu_run");
