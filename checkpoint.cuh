@@ -3,7 +3,8 @@
 //                    "opt.m.<name>" / "opt.v.<name>", and the config in __metadata__;
 //   checkpoint_load: the reverse, refusing a file whose shapes differ from the config;
 //   dump_state:      parameters, one batch, its loss and every gradient ("grad.<name>"),
-//                    so an outside reference (tests/torch_reference.py) can check the backward.
+//                    so an outside reference (tests/torch_reference.py) can check the backward;
+//                    under scalar encoding also the table "token_values" (V).
 #pragma once
 #include <map>
 #include <string>
@@ -34,8 +35,14 @@ inline std::map<std::string, std::string> config_metadata(const Config& c) {
             {"vocab", std::to_string(c.V)},     {"out", std::to_string(c.OUT)},
             {"mask", mask},                     {"causal", c.causal ? "1" : "0"},
             {"mask_layers", c.mask_first_layer_only ? "first" : "all"},
-            {"head_type", c.head == HEAD_REGRESSION ? "regression" : "class"}};
+            {"head_type", c.head == HEAD_REGRESSION ? "regression" : "class"},
+            {"encoding", c.encoding == ENCODING_SCALAR ? "scalar" : "token"},
+            {"loss", c.loss == LOSS_LOGISTIC ? "logistic" : "mse"}};
 }
+
+// Keys added after the first checkpoints were written, and what a file without them means.
+static const std::map<std::string, std::string> METADATA_ADDED_LATER = {
+    {"encoding", "token"}, {"loss", "mse"}, {"mask_layers", "all"}};
 
 // extra: task, init, seed, step, ... (strings) added to the metadata.
 inline void checkpoint_save(const std::string& path, const Model& model, std::map<std::string, std::string> extra) {
@@ -54,9 +61,12 @@ inline std::map<std::string, std::string> checkpoint_load(const std::string& pat
     StFile file = safetensors_read(path);
     for (const auto& [key, want] : config_metadata(model.cfg)) {
         auto it = file.metadata.find(key);
-        if (it == file.metadata.end()) fail("%s: metadata has no '%s'", path.c_str(), key.c_str());
-        if (it->second != want)
-            fail("%s was saved with %s=%s, but this run has %s=%s", path.c_str(), key.c_str(), it->second.c_str(),
+        auto later = METADATA_ADDED_LATER.find(key);
+        if (it == file.metadata.end() && later == METADATA_ADDED_LATER.end())
+            fail("%s: metadata has no '%s'", path.c_str(), key.c_str());
+        const std::string& have = it != file.metadata.end() ? it->second : later->second;
+        if (have != want)
+            fail("%s was saved with %s=%s, but this run has %s=%s", path.c_str(), key.c_str(), have.c_str(),
                  key.c_str(), want.c_str());
     }
     float* buffers[3] = {model.params_mem, model.m_mem, model.v_mem};
@@ -94,5 +104,6 @@ inline void dump_state(const std::string& path, const Model& model, const std::v
     file.add("batch.inputs", {rows, model.cfg.T}, inputs.data());
     file.add("batch.targets", {rows}, targets.data());
     file.add("loss", {1}, &loss);
+    if (model.cfg.encoding == ENCODING_SCALAR) file.add("token_values", {model.cfg.V}, model.cfg.token_value.data());
     safetensors_write(path, file);
 }

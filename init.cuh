@@ -2,6 +2,9 @@
 // parameter buffer (laid out by param_layout), which the caller uploads.
 //   default: PyTorch's defaults, as GOTU's code has them: wte, wpe ~ N(0, 1); Linear weight
 //            and bias ~ U(±1/sqrt(fan_in)); LayerNorm weight 1, bias 0; mask (if any) 0.
+//            Scalar encoding: wval ~ N(0, 1), drawn after everything else, and the wte rows of
+//            valued tokens 0 (unused, they get no gradient and stay 0); so for one seed every
+//            other weight is the same under both encodings.
 //   mask:    default, then M_ij = +c where G_ij = 1 and -c elsewhere.
 //   qk-svd:  default, then Wq, Wk of each head set in closed form so that the first attention's
 //            logits are c·G (pseudo-inverse + truncated SVD); q, k biases 0. No mask.
@@ -33,7 +36,9 @@ inline void init_default(const Config& c, float* params, Rng& rng) {
         float* p = params + info.offset;
         size_t n = info.numel * info.slices;
         const std::string& name = info.name;
-        if (name == "wte" || name == "wpe") {
+        if (info.field == &ParamTensors::wval) {
+            continue;  // below, last
+        } else if (name == "wte" || name == "wpe") {
             for (size_t i = 0; i < n; i++) p[i] = rng.normal();
         } else if (name.find("ln") != std::string::npos) {  // ln1, ln2, ln_f
             for (size_t i = 0; i < n; i++) p[i] = ends_with(name, ".weight") ? 1.0f : 0.0f;
@@ -45,6 +50,14 @@ inline void init_default(const Config& c, float* params, Rng& rng) {
             float bound = 1.0f / sqrtf((float)weight.shape[1]);
             for (size_t i = 0; i < n; i++) p[i] = rng.uniform(-bound, bound);
         }
+    }
+    if (c.encoding == ENCODING_SCALAR) {
+        if ((int)c.token_value.size() != c.V) fail("scalar encoding needs a value per token (internal)");
+        ParamTensors p = param_bind(c, params);
+        for (int i = 0; i < c.C; i++) p.wval[i] = rng.normal();
+        for (int v = 0; v < c.V; v++)
+            if (c.token_value[v] != 0.0f)
+                for (int i = 0; i < c.C; i++) p.wte[(size_t)v * c.C + i] = 0.0f;
     }
 }
 

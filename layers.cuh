@@ -79,6 +79,88 @@ inline void embedding_backward(Device dev, float* dwte, float* dwpe, const float
 }
 
 // ----------------------------------------------------------------------------
+// Scalar embedding (--encoding scalar): a token that stands for a number (value[v] != 0, e.g.
+// a bit ±1) is that number times one learned vector wval; a token without a value (CLS) keeps
+// its row of wte. A bit's embedding is then linear in its value, so the query-key product of
+// two bits has a term in x_i·x_j (up to the LayerNorm between them).
+//   out[b,t,:] = (value[v] != 0 ? value[v] * wval[:] : wte[v,:]) + wpe[t,:],  v = tokens[b,t]
+// backward: value[v] != 0: dwval[:] += value[v] * dout[b,t,:];  else dwte[v,:] += dout[b,t,:]
+//           dwpe[t,:] += sum_b dout[b,t,:]      (wte rows of valued tokens get no gradient)
+// value (V) is a float table: host memory on the CPU, device memory on the GPU.
+
+template <typename F>
+__host__ __device__ inline F scalar_embedding_element(const int* tokens, const float* value, const F* wte,
+                                                      const F* wval, const F* wpe, int T, int C, int bt, int c) {
+    // out[bt, c] of the forward above
+    int v = tokens[bt];
+    F token_part = value[v] != 0.0f ? F(value[v]) * wval[c] : wte[(size_t)v * C + c];
+    return token_part + wpe[(size_t)(bt % T) * C + c];
+}
+
+// One channel c of the gradients, all positions in order (one thread per channel, as above:
+// no races, a fixed summation order).
+template <typename F>
+__host__ __device__ inline void scalar_embedding_channel_backward(F* dwte, F* dwval, F* dwpe, const F* dout,
+                                                                  const int* tokens, const float* value,
+                                                                  int B, int T, int C, int c) {
+    F dv = 0;
+    for (int bt = 0; bt < B * T; bt++) {
+        F g = dout[(size_t)bt * C + c];
+        int v = tokens[bt];
+        if (value[v] != 0.0f) dv += F(value[v]) * g;
+        else dwte[(size_t)v * C + c] += g;
+        dwpe[(size_t)(bt % T) * C + c] += g;
+    }
+    dwval[c] += dv;
+}
+
+template <typename F>
+void scalar_embedding_forward_cpu(F* out, const int* tokens, const float* value, const F* wte, const F* wval,
+                                  const F* wpe, int B, int T, int C) {
+    // out (B,T,C), tokens (B,T), value (V), wte (V,C), wval (C), wpe (T,C)
+    #pragma omp parallel for
+    for (int bt = 0; bt < B * T; bt++)
+        for (int c = 0; c < C; c++)
+            out[(size_t)bt * C + c] = scalar_embedding_element(tokens, value, wte, wval, wpe, T, C, bt, c);
+}
+
+template <typename F>
+void scalar_embedding_backward_cpu(F* dwte, F* dwval, F* dwpe, const F* dout, const int* tokens,
+                                   const float* value, int B, int T, int C) {
+    // dwte (V,C), dwval (C), dwpe (T,C), dout (B,T,C), tokens (B,T), value (V)
+    #pragma omp parallel for
+    for (int c = 0; c < C; c++) scalar_embedding_channel_backward(dwte, dwval, dwpe, dout, tokens, value, B, T, C, c);
+}
+
+__global__ void scalar_embedding_forward_kernel1(float* out, const int* tokens, const float* value,
+                                                 const float* wte, const float* wval, const float* wpe,
+                                                 int B, int T, int C) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;  // over B*T*C
+    if (idx < B * T * C) out[idx] = scalar_embedding_element(tokens, value, wte, wval, wpe, T, C, idx / C, idx % C);
+}
+
+__global__ void scalar_embedding_backward_kernel1(float* dwte, float* dwval, float* dwpe, const float* dout,
+                                                  const int* tokens, const float* value, int B, int T, int C) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per channel
+    if (c < C) scalar_embedding_channel_backward(dwte, dwval, dwpe, dout, tokens, value, B, T, C, c);
+}
+
+inline void scalar_embedding_forward(Device dev, float* out, const int* tokens, const float* value,
+                                     const float* wte, const float* wval, const float* wpe, int B, int T, int C) {
+    if (dev == DEVICE_CPU) return scalar_embedding_forward_cpu(out, tokens, value, wte, wval, wpe, B, T, C);
+    scalar_embedding_forward_kernel1<<<ceil_div(B * T * C, BLOCK), BLOCK>>>(out, tokens, value, wte, wval, wpe,
+                                                                           B, T, C);
+    cudaCheck(cudaGetLastError());
+}
+
+inline void scalar_embedding_backward(Device dev, float* dwte, float* dwval, float* dwpe, const float* dout,
+                                      const int* tokens, const float* value, int B, int T, int C) {
+    if (dev == DEVICE_CPU) return scalar_embedding_backward_cpu(dwte, dwval, dwpe, dout, tokens, value, B, T, C);
+    scalar_embedding_backward_kernel1<<<ceil_div(C, 64), 64>>>(dwte, dwval, dwpe, dout, tokens, value, B, T, C);
+    cudaCheck(cudaGetLastError());
+}
+
+// ----------------------------------------------------------------------------
 // LayerNorm over the last dim, eps 1e-5, per row n:
 //   mean = sum_c x_c / C,  rstd = 1 / sqrt(sum_c (x_c - mean)^2 / C + eps)
 //   xhat = (x - mean) * rstd,  out = xhat * weight + bias

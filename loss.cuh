@@ -1,6 +1,7 @@
-// loss.cuh: the two losses at the top of the model. Each writes one loss per row; the
-// model averages them on the host in a fixed order, so the loss is reproducible.
-// Targets are floats: a value for regression, a class id for cross-entropy.
+// loss.cuh: the losses at the top of the model: MSE or logistic for the regression head,
+// cross-entropy for classes. Each writes one loss per row; the model averages them on the
+// host in a fixed order, so the loss is reproducible.
+// Targets are floats: a value (MSE), a ±1 label (logistic), a class id (cross-entropy).
 #pragma once
 #include "common.cuh"
 
@@ -38,6 +39,58 @@ inline void mse_forward(Device dev, float* losses, const float* pred, const floa
 inline void mse_backward(Device dev, float* dpred, const float* pred, const float* targets, int N) {
     if (dev == DEVICE_CPU) return mse_backward_cpu(dpred, pred, targets, N);
     mse_backward_kernel1<<<ceil_div(N, 256), 256>>>(dpred, pred, targets, N);
+    cudaCheck(cudaGetLastError());
+}
+
+// ----------------------------------------------------------------------------
+// Logistic loss on a ±1 label y and a scalar prediction per row (--loss logistic):
+//   losses[n] = log(1 + exp(-y[n] pred[n])) = softplus(-y pred),   L = sum_n losses[n] / N
+// backward: dpred[n] += -y[n] σ(-y[n] pred[n]) / N
+// Computed stably: softplus(z) = max(z, 0) + log1p(exp(-|z|)), and σ(z) from e = exp(-|z|)
+// (1/(1+e) for z >= 0, e/(1+e) below): exp never overflows, whatever the prediction.
+
+template <typename F>
+__host__ __device__ inline F logistic_loss(F pred, F y) {
+    F z = -y * pred;
+    return (z > F(0) ? z : F(0)) + F(log1p(exp(-fabs(z))));
+}
+
+template <typename F>
+__host__ __device__ inline F logistic_slope(F pred, F y) {  // d loss / d pred
+    F z = -y * pred, e = F(exp(-fabs(z)));
+    F sigma = z >= F(0) ? F(1) / (F(1) + e) : e / (F(1) + e);  // σ(z)
+    return -y * sigma;
+}
+
+template <typename F>
+void logistic_forward_cpu(F* losses, const F* pred, const float* targets, int N) {  // losses, pred, targets (N)
+    for (int n = 0; n < N; n++) losses[n] = logistic_loss(pred[n], F(targets[n]));
+}
+
+template <typename F>
+void logistic_backward_cpu(F* dpred, const F* pred, const float* targets, int N) {  // dpred, pred, targets (N)
+    for (int n = 0; n < N; n++) dpred[n] += logistic_slope(pred[n], F(targets[n])) / F(N);
+}
+
+__global__ void logistic_forward_kernel1(float* losses, const float* pred, const float* targets, int N) {
+    int n = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n < N) losses[n] = logistic_loss(pred[n], targets[n]);
+}
+
+__global__ void logistic_backward_kernel1(float* dpred, const float* pred, const float* targets, int N) {
+    int n = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n < N) dpred[n] += logistic_slope(pred[n], targets[n]) / (float)N;
+}
+
+inline void logistic_forward(Device dev, float* losses, const float* pred, const float* targets, int N) {
+    if (dev == DEVICE_CPU) return logistic_forward_cpu(losses, pred, targets, N);
+    logistic_forward_kernel1<<<ceil_div(N, 256), 256>>>(losses, pred, targets, N);
+    cudaCheck(cudaGetLastError());
+}
+
+inline void logistic_backward(Device dev, float* dpred, const float* pred, const float* targets, int N) {
+    if (dev == DEVICE_CPU) return logistic_backward_cpu(dpred, pred, targets, N);
+    logistic_backward_kernel1<<<ceil_div(N, 256), 256>>>(dpred, pred, targets, N);
     cudaCheck(cudaGetLastError());
 }
 

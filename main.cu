@@ -238,6 +238,24 @@ int main(int argc, char** argv) {
     cfg.mask_heads = opt.init == "mask" ? (opt.mask_per_head ? cfg.NH : 1) : 0;
     cfg.mask_first_layer_only = opt.prior_layers == "first";
     cfg.causal = opt.causal;
+    if (opt.encoding == "scalar") {
+        cfg.encoding = ENCODING_SCALAR;
+        cfg.token_value = task->token_values();
+        if (std::all_of(cfg.token_value.begin(), cfg.token_value.end(), [](float v) { return v == 0.0f; }))
+            fail("--encoding scalar: task %s has no token that stands for a number", opt.task.c_str());
+    }
+    if (opt.loss == "logistic") {
+        cfg.loss = LOSS_LOGISTIC;
+        if (cfg.head != HEAD_REGRESSION)
+            fail("--loss logistic needs a regression head; task %s has %d classes", opt.task.c_str(), cfg.OUT);
+        std::vector<int> tokens(task->seq_len);
+        float y;
+        for (int i = 0; i < task->train_size(); i++) {
+            task->train_example(i, tokens.data(), &y);
+            if (y != 1.0f && y != -1.0f)
+                fail("--loss logistic needs ±1 targets; task %s has the target %g", opt.task.c_str(), y);
+        }
+    }
     const int B = opt.batch;
     // shapes that cannot be built: the kernels index one layer's activations with 32-bit ints
     long long widest = std::max({cfg.C, cfg.QKV(), cfg.MLP, cfg.NH * cfg.T});
@@ -344,6 +362,7 @@ int main(int argc, char** argv) {
     row("model", fmt("C %d L %d NH %d HS %d MLP %d T %d%s", cfg.C, cfg.L, cfg.NH, cfg.HS, cfg.MLP, cfg.T,
                      cfg.causal ? " causal" : ""));
     row("parameters", fmt("%zu", model.num_params));
+    row("encoding, loss", fmt("%s, %s", opt.encoding.c_str(), opt.loss.c_str()));
     row("optimizer", fmt("%s lr %g wd %g mask wd %g", opt.optimizer == "adamw" ? "AdamW" : "Adam+L2", opt.lr,
                          opt.wd, opt.mask_wd));
     row("batch, steps", fmt("%d, %lld (from %lld)", B, (long long)steps, (long long)start_step));
@@ -421,6 +440,7 @@ int main(int argc, char** argv) {
     checkpoint_save(save_path, model, run_meta);
 
     nlohmann::ordered_json metrics = {{"task", opt.task}, {"init", opt.init}, {"seed", opt.seed}, {"optimizer", opt.optimizer},
+                                      {"encoding", opt.encoding}, {"loss", opt.loss},
                                       {"steps", steps},   {"device", device_name(dev)}, {"seconds", seconds},
                                       {"final_loss", loss}};
     metrics.update(evaluation_json(ev));

@@ -4,11 +4,12 @@
 // task: a task hands it token ids, targets and, for the mask init, a plain matrix G.
 //
 //   x = wte[tokens] + wpe                                   (B,T,C)
+//       (scalar encoding: a valued token v gives value[v] * wval in place of wte[v])
 //   for each layer l (pre-LN):
 //     x += proj(attention(qkv(ln1(x)), mask_l))
 //     x += mlp_proj(gelu(mlp_fc(ln2(x))))
 //   y = head(ln_f(x[:, p]))  p = 0 (CLS); causal: p = T-1    (B,OUT)
-//   loss = MSE(y, target) (regression) or cross-entropy(y, class) (classification)
+//   loss = MSE(y, target) or logistic(y, ±1 label) (regression), cross-entropy(y, class)
 #pragma once
 #include <string>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "layers.cuh"
 
 enum HeadType { HEAD_REGRESSION = 0, HEAD_CLASS = 1 };
+enum Encoding { ENCODING_TOKEN = 0, ENCODING_SCALAR = 1 };  // see layers.cuh, scalar embedding
+enum LossType { LOSS_MSE = 0, LOSS_LOGISTIC = 1 };          // of the regression head
 
 struct Config {
     int V = 3;      // vocabulary size
@@ -30,6 +33,9 @@ struct Config {
     bool mask_first_layer_only = false;  // the mask in layer 0 only; the other layers have none
     bool causal = false;
     HeadType head = HEAD_REGRESSION;
+    Encoding encoding = ENCODING_TOKEN;
+    std::vector<float> token_value;  // (V) scalar encoding: a token's value, 0 for none (the task's)
+    LossType loss = LOSS_MSE;
     int QKV() const { return 3 * NH * HS; }
     int AH() const { return NH * HS; }  // attention width
     // the position the head reads: CLS, or under causal attention the last position, the
@@ -44,6 +50,7 @@ struct Config {
 
 struct ParamTensors {
     float* wte;       // (V,C)
+    float* wval;      // (C)  scalar encoding only: a valued token is value * wval
     float* wpe;       // (T,C)
     float* ln1w;      // (L,C)
     float* ln1b;      // (L,C)
@@ -81,6 +88,7 @@ inline std::vector<TensorInfo> param_layout(const Config& c) {
                                                           : std::vector<int64_t>{c.NH, c.T, c.T};
     std::vector<TensorInfo> t = {
         {"wte", &ParamTensors::wte, false, {c.V, c.C}},
+        {"wval", &ParamTensors::wval, false, {c.C}},
         {"wpe", &ParamTensors::wpe, false, {c.T, c.C}},
         {"h.%d.ln1.weight", &ParamTensors::ln1w, true, {c.C}},
         {"h.%d.ln1.bias", &ParamTensors::ln1b, true, {c.C}},
@@ -106,6 +114,7 @@ inline std::vector<TensorInfo> param_layout(const Config& c) {
         for (int64_t d : info.shape) info.numel *= (size_t)d;
         info.slices = info.field == &ParamTensors::mask ? c.mask_layers() : info.per_layer ? c.L : 1;
         if (info.slices == 0) info.numel = 0;
+        if (info.field == &ParamTensors::wval && c.encoding != ENCODING_SCALAR) info.numel = 0;
         info.offset = offset;
         offset += info.numel * info.slices;
     }
@@ -194,6 +203,7 @@ struct Model {
     ParamTensors params, grads, m, v;
     int* tokens;     // (B,T) on dev
     float* targets;  // (B) on dev
+    float* token_value;  // (V) on dev: cfg.token_value; nullptr under token encoding
     std::vector<float> losses_host;  // (B)
     AdamWSettings adam;
     float weight_decay = 1e-3f, mask_weight_decay = 0.0f;
@@ -201,6 +211,9 @@ struct Model {
 };
 
 inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
+    if (cfg.encoding == ENCODING_SCALAR && (int)cfg.token_value.size() != cfg.V)
+        fail("scalar encoding needs a value per token (%zu values for V = %d)", cfg.token_value.size(), cfg.V);
+    if (cfg.loss == LOSS_LOGISTIC && cfg.head != HEAD_REGRESSION) fail("the logistic loss needs a regression head");
     model.cfg = cfg;
     model.dev = dev;
     model.B = B;
@@ -226,12 +239,18 @@ inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
         model.tokens = (int*)malloc((size_t)B * cfg.T * sizeof(int));
         model.targets = (float*)malloc((size_t)B * sizeof(float));
     }
+    model.token_value = nullptr;
+    if (cfg.encoding == ENCODING_SCALAR) {
+        model.token_value = buffer_alloc(dev, cfg.V);
+        buffer_copy(model.token_value, dev, cfg.token_value.data(), DEVICE_CPU, cfg.V);
+    }
     model.losses_host.assign(B, 0.0f);
 }
 
 inline void model_free(Model& model) {
     for (float* p : {model.params_mem, model.grads_mem, model.m_mem, model.v_mem, model.acts_mem, model.dacts_mem})
         buffer_free(model.dev, p);
+    if (model.token_value) buffer_free(model.dev, model.token_value);
     if (model.dev == DEVICE_GPU) {
         cudaCheck(cudaFree(model.tokens));
         cudaCheck(cudaFree(model.targets));
@@ -268,7 +287,9 @@ inline float model_forward(Model& model, const int* tokens, const float* targets
         memcpy(model.targets, targets, (size_t)B * sizeof(float));
     }
     const ParamTensors& p = model.params;
-    embedding_forward(dev, a.encoded, model.tokens, p.wte, p.wpe, B, T, C);
+    if (c.encoding == ENCODING_SCALAR)
+        scalar_embedding_forward(dev, a.encoded, model.tokens, model.token_value, p.wte, p.wval, p.wpe, B, T, C);
+    else embedding_forward(dev, a.encoded, model.tokens, p.wte, p.wpe, B, T, C);
     for (int l = 0; l < c.L; l++) {
         float* x = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * BT * C;  // (B,T,C)
         size_t lc = (size_t)l * BT * C;
@@ -294,8 +315,9 @@ inline float model_forward(Model& model, const int* tokens, const float* targets
     pick_position_forward(dev, a.cls, a.residual3 + (size_t)(c.L - 1) * BT * C, B, T, C, c.head_position());
     layernorm_forward(dev, a.lnf, a.lnf_mean, a.lnf_rstd, a.cls, p.lnfw, p.lnfb, B, C);
     matmul_forward(dev, a.logits, a.lnf, p.headw, p.headb, B, C, c.OUT);
-    if (c.head == HEAD_REGRESSION) mse_forward(dev, a.losses, a.logits, model.targets, B);
-    else crossentropy_forward(dev, a.losses, a.probs, a.logits, model.targets, nullptr, B, c.OUT);
+    if (c.head == HEAD_CLASS) crossentropy_forward(dev, a.losses, a.probs, a.logits, model.targets, nullptr, B, c.OUT);
+    else if (c.loss == LOSS_LOGISTIC) logistic_forward(dev, a.losses, a.logits, model.targets, B);
+    else mse_forward(dev, a.losses, a.logits, model.targets, B);
 
     buffer_copy(model.losses_host.data(), DEVICE_CPU, a.losses, dev, B);
     double sum = 0;
@@ -318,8 +340,9 @@ inline void model_backward(Model& model, int rows) {
     const ParamTensors& p = model.params;
     const ParamTensors& g = model.grads;
 
-    if (c.head == HEAD_REGRESSION) mse_backward(dev, d.logits, a.logits, model.targets, B);
-    else crossentropy_backward(dev, d.logits, a.probs, model.targets, nullptr, (float)B, B, c.OUT);
+    if (c.head == HEAD_CLASS) crossentropy_backward(dev, d.logits, a.probs, model.targets, nullptr, (float)B, B, c.OUT);
+    else if (c.loss == LOSS_LOGISTIC) logistic_backward(dev, d.logits, a.logits, model.targets, B);
+    else mse_backward(dev, d.logits, a.logits, model.targets, B);
     matmul_backward(dev, d.lnf, g.headw, g.headb, d.logits, a.lnf, p.headw, B, C, c.OUT);
     layernorm_backward(dev, d.cls, g.lnfw, g.lnfb, d.lnf, a.cls, p.lnfw, a.lnf_mean, a.lnf_rstd, B, C);
     pick_position_backward(dev, d.residual3 + (size_t)(c.L - 1) * BT * C, d.cls, B, T, C, c.head_position());
@@ -360,7 +383,9 @@ inline void model_backward(Model& model, int rows) {
         layernorm_backward(dev, dx, g.ln1w + l * C, g.ln1b + l * C, d.ln1 + lc, x, p.ln1w + l * C,
                            a.ln1_mean + l * BT, a.ln1_rstd + l * BT, BT, C);
     }
-    embedding_backward(dev, g.wte, g.wpe, d.encoded, model.tokens, B, T, C);
+    if (c.encoding == ENCODING_SCALAR)
+        scalar_embedding_backward(dev, g.wte, g.wval, g.wpe, d.encoded, model.tokens, model.token_value, B, T, C);
+    else embedding_backward(dev, g.wte, g.wpe, d.encoded, model.tokens, B, T, C);
 }
 
 // One AdamW step over every parameter tensor; the mask has its own weight decay.

@@ -12,6 +12,7 @@ struct Options {
     std::string init = "default";
     std::string device = "auto";
     std::string optimizer = "adamw";
+    std::string encoding = "token", loss = "mse";
     uint64_t seed = 1;
     int64_t steps = 1500;
     double epochs = 0;  // > 0: overrides --steps with ceil(epochs * train_size / batch)
@@ -48,12 +49,16 @@ model
   --heads NH          attention heads                                  (2)
   --head-size HS      size of one head, independent of the width       (16)
   --mlp H             MLP hidden size                                  (32)
+  --encoding E        token (a learned row per token) | scalar (a token with a
+                      value, a bit ±1, is value x one learned vector)  (token)
 training
   --steps N           optimizer steps                                  (1500)
   --epochs E          instead of --steps: E passes over the training set
   --batch B           examples per step                                (64)
   --optimizer NAME    adamw (decoupled weight decay) | adam (weight decay
                       as L2 in the gradient, torch.optim.Adam, GOTU's)  (adamw)
+  --loss L            regression loss: mse | logistic (log(1 + exp(-y ŷ))
+                      on ±1 targets)                                   (mse)
   --lr LR             learning rate                                    (1e-3)
   --wd WD             weight decay, all weights but the mask           (1e-3)
   --mask-wd WD        weight decay of the mask                         (0)
@@ -113,7 +118,7 @@ inline Options parse_options(int argc, char** argv) {
                                        "--epochs", "--batch", "--lr", "--wd", "--mask-wd", "--width", "--layers",
                                        "--heads", "--head-size", "--mlp", "--mask-c", "--eval-every", "--log-every",
                                        "--out", "--save", "--resume", "--dump-state", "--mask-structure",
-                                       "--prior-layers", "--qk-opt-steps"};
+                                       "--prior-layers", "--qk-opt-steps", "--encoding", "--loss"};
         bool known = false;
         for (const char* v : valued) known |= flag == v;
         if (!known) fail("unknown flag %s (see --help)", flag.c_str());
@@ -123,6 +128,8 @@ inline Options parse_options(int argc, char** argv) {
         else if (flag == "--init") o.init = parse_choice(flag, value, {"default", "mask", "qk-svd", "qk-opt", "mimetic"});
         else if (flag == "--device") o.device = parse_choice(flag, value, {"auto", "cpu", "cuda"});
         else if (flag == "--optimizer") o.optimizer = parse_choice(flag, value, {"adamw", "adam"});
+        else if (flag == "--encoding") o.encoding = parse_choice(flag, value, {"token", "scalar"});
+        else if (flag == "--loss") o.loss = parse_choice(flag, value, {"mse", "logistic"});
         else if (flag == "--seed") o.seed = (uint64_t)parse_int(flag, value, 0);
         else if (flag == "--steps") { o.steps = parse_int(flag, value, 1); steps_given = true; }
         else if (flag == "--epochs") o.epochs = parse_real(flag, value, 0, false);

@@ -137,4 +137,7 @@ struct BooleanTask : Task {
         }
         return G;
     }
+
+    // token 0 is the bit -1, token 1 the bit +1, CLS has no value
+    std::vector<float> token_values() const override { return {-1.0f, 1.0f, 0.0f}; }
 };

@@ -4,6 +4,7 @@
 //   - training examples by index, and the order they come in (seeded shuffled epochs)
 //   - evaluation examples by index, and the metrics computed from the model's outputs
 //   - its interaction structure G (T x T, 0/1), for the mask init
+//   - the value of each token that stands for a number, for --encoding scalar
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,6 +30,9 @@ struct Task {
     virtual Metrics evaluate(const std::vector<float>& outputs) const = 0;
     // G (seq_len, seq_len) of 0/1: which query may attend to which key under the prior
     virtual std::vector<float> structure() const = 0;
+    // (vocab): the number a token stands for (a bit: -1 or +1), 0 for a token that has no value
+    // (CLS, a letter). --encoding scalar embeds a valued token as value * a learned vector.
+    virtual std::vector<float> token_values() const { return std::vector<float>(vocab, 0.0f); }
 };
 
 // The order of training examples: epoch e is a permutation of 0..N-1 drawn from a generator

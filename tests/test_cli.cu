@@ -31,6 +31,9 @@ TEST_CASE("bad command lines get one clear line and exit code 2") {
     expect_error("--init qk-magic", "--init must be one of");
     expect_error("--device tpu", "--device must be one of");
     expect_error("--optimizer sgd", "--optimizer must be one of");
+    expect_error("--encoding onehot", "--encoding must be one of token, scalar");
+    expect_error("--loss hinge", "--loss must be one of mse, logistic");
+    expect_error("--task cyclic3 --loss logistic", "--loss logistic needs ±1 targets");
     expect_error("--steps 10 --epochs 2", "not both");
     expect_error("--mask-per-head", "--mask-per-head needs --init mask");
     expect_error("--batch 100000000 --width 4096", "too large");
@@ -79,6 +82,10 @@ TEST_CASE("bad checkpoints get one clear line and exit code 2") {
     expect_error("--task 2parity --steps 4 --resume /tmp/maskprior_ck/model.safetensors", "task=maj3");
     expect_error("--task maj3 --optimizer adam --steps 4 --resume /tmp/maskprior_ck/model.safetensors",
                  "optimizer=adamw");
+    expect_error("--task maj3 --encoding scalar --steps 4 --resume /tmp/maskprior_ck/model.safetensors",
+                 "encoding=token, but this run has encoding=scalar");
+    expect_error("--task maj3 --loss logistic --steps 4 --resume /tmp/maskprior_ck/model.safetensors",
+                 "loss=mse, but this run has loss=logistic");
 }
 
 TEST_CASE("a run leaves metrics.json, log.jsonl and a checkpoint with the documented tensors") {
@@ -88,7 +95,7 @@ TEST_CASE("a run leaves metrics.json, log.jsonl and a checkpoint with the docume
     CHECK(r.out.find("training on the CPU") != std::string::npos);
     std::ifstream metrics_file("/tmp/maskprior_files/metrics.json");
     nlohmann::json metrics = nlohmann::json::parse(metrics_file);
-    for (const char* key : {"task", "init", "seed", "steps", "device", "seconds", "acc_cube", "acc_unseen",
+    for (const char* key : {"task", "init", "seed", "encoding", "loss", "steps", "device", "seconds", "acc_cube", "acc_unseen",
                             "exact_cube", "mse_cube", "mse_unseen", "mdi_agreement", "prior_mass"})
         CHECK_MESSAGE(metrics.contains(key), key);
     CHECK(metrics["prior_mass"].size() == 1);
@@ -176,6 +183,31 @@ TEST_CASE("--resume continues a run bit-exactly") {
     CHECK(resumed.metadata["adam_t"] == "12");
 }
 
+TEST_CASE("--resume: scalar encoding and logistic loss continue bit-exactly; older checkpoints mean token, mse") {
+    const std::string run = TINY + "--task maj3 --seed 2 --eval-every 100 ";
+    const std::string scalar = run + "--encoding scalar --loss logistic ";
+    REQUIRE(run_command(scalar + "--steps 8 --out /tmp/maskprior_swhole").exit_code == 0);
+    REQUIRE(run_command(scalar + "--steps 3 --out /tmp/maskprior_shalf").exit_code == 0);
+    REQUIRE(run_command(scalar + "--steps 8 --out /tmp/maskprior_shalf "
+                                 "--resume /tmp/maskprior_shalf/model.safetensors").exit_code == 0);
+    StFile whole = safetensors_read("/tmp/maskprior_swhole/model.safetensors");
+    StFile resumed = safetensors_read("/tmp/maskprior_shalf/model.safetensors");
+    REQUIRE(whole.find("wval"));
+    for (const StTensor& t : whole.tensors)
+        CHECK_MESSAGE(memcmp(t.data.data(), resumed.find(t.name)->data.data(), t.data.size() * 4) == 0, t.name);
+
+    // a checkpoint written before "encoding" and "loss" existed resumes as token encoding, MSE
+    REQUIRE(run_command(run + "--steps 3 --out /tmp/maskprior_old").exit_code == 0);
+    StFile old = safetensors_read("/tmp/maskprior_old/model.safetensors");
+    old.metadata.erase("encoding");
+    old.metadata.erase("loss");
+    safetensors_write("/tmp/maskprior_old/model.safetensors", old);
+    CHECK(run_command(run + "--steps 5 --out /tmp/maskprior_old --resume /tmp/maskprior_old/model.safetensors")
+              .exit_code == 0);
+    expect_error("--task maj3 --seed 2 --encoding scalar --steps 5 --resume /tmp/maskprior_old/model.safetensors",
+                 "encoding=token, but this run has encoding=scalar");
+}
+
 TEST_CASE("--dump-state writes the batch, the loss and a gradient for every parameter") {
     REQUIRE(run_command(TINY + "--task maj3 --init mask --batch 5 --dump-state /tmp/maskprior_dump.safetensors")
                 .exit_code == 0);
@@ -192,6 +224,26 @@ TEST_CASE("--dump-state writes the batch, the loss and a gradient for every para
             CHECK_MESSAGE(dump.find("grad." + t.name), t.name);
         }
     CHECK(params == 2 + 13 + 4);  // wte wpe, 13 per layer (mask included), ln_f and head
+    CHECK(!dump.find("wval"));
+    CHECK(!dump.find("token_values"));
+    CHECK(dump.metadata["encoding"] == "token");
+    CHECK(dump.metadata["loss"] == "mse");
+}
+
+TEST_CASE("--encoding scalar and --loss logistic: the dump has wval, its gradient and the value table") {
+    REQUIRE(run_command(TINY + "--task 2parity --encoding scalar --loss logistic --batch 5 "
+                               "--dump-state /tmp/maskprior_dump_scalar.safetensors").exit_code == 0);
+    StFile dump = safetensors_read("/tmp/maskprior_dump_scalar.safetensors");
+    CHECK(dump.metadata["encoding"] == "scalar");
+    CHECK(dump.metadata["loss"] == "logistic");
+    REQUIRE(dump.find("wval"));
+    CHECK(dump.find("wval")->shape == std::vector<int64_t>{8});
+    REQUIRE(dump.find("grad.wval"));
+    REQUIRE(dump.find("token_values"));
+    CHECK(dump.find("token_values")->data == std::vector<float>{-1, 1, 0});
+    const StTensor* wte = dump.find("wte");
+    for (int i = 0; i < 2 * 8; i++) CHECK(wte->data[i] == 0.0f);  // the bit tokens' rows
+    for (float y : dump.find("batch.targets")->data) CHECK((y == 1.0f || y == -1.0f));
 }
 
 TEST_CASE("one seed, one result: two CPU runs of the program write identical checkpoints") {

@@ -254,6 +254,90 @@ TEST_CASE("a whole training step on the GPU matches the CPU; two GPU runs are bi
     CHECK(memcmp(result[1].data(), result[2].data(), result[1].size() * sizeof(float)) == 0);
 }
 
+TEST_CASE("GPU embedding with scalar encoding, and the logistic loss, match the CPU" * doctest::skip(NO_GPU)) {
+    const std::vector<float> value = {-1, 1, 0, 0.5f, 0};  // tokens 2 and 4 have no value
+    const int V = (int)value.size();
+    for (Shape s : SHAPES) {
+        CAPTURE(s.B); CAPTURE(s.T); CAPTURE(s.C);
+        const int N = s.B * s.T;
+        Rng rng(6);
+        std::vector<int> tokens(N);
+        for (auto& t : tokens) t = rng.below(V);
+        auto wte = random_vector<float>(V * s.C, rng), wval = random_vector<float>(s.C, rng);
+        auto wpe = random_vector<float>(s.T * s.C, rng), dout = random_vector<float>((size_t)N * s.C, rng);
+        std::vector<float> out((size_t)N * s.C);  // the backward accumulates into random gradients
+        auto dwte = random_vector<float>(V * s.C, rng), dwval = random_vector<float>(s.C, rng);
+        auto dwpe = random_vector<float>(s.T * s.C, rng);
+        GpuTokens g_tokens(tokens);
+        GpuBuffer g_value(value), g_wte(wte), g_wval(wval), g_wpe(wpe), g_dout(dout), g_out(out);
+        GpuBuffer g_dwte(dwte), g_dwval(dwval), g_dwpe(dwpe);
+        scalar_embedding_forward_cpu(out.data(), tokens.data(), value.data(), wte.data(), wval.data(), wpe.data(),
+                                     s.B, s.T, s.C);
+        scalar_embedding_forward(DEVICE_GPU, g_out.ptr, g_tokens.ptr, g_value.ptr, g_wte.ptr, g_wval.ptr, g_wpe.ptr,
+                                 s.B, s.T, s.C);
+        expect_close("scalar embedding out", g_out.get(), out, ELEMENTWISE);
+        scalar_embedding_backward_cpu(dwte.data(), dwval.data(), dwpe.data(), dout.data(), tokens.data(),
+                                      value.data(), s.B, s.T, s.C);
+        scalar_embedding_backward(DEVICE_GPU, g_dwte.ptr, g_dwval.ptr, g_dwpe.ptr, g_dout.ptr, g_tokens.ptr,
+                                  g_value.ptr, s.B, s.T, s.C);
+        expect_close("scalar dwte", g_dwte.get(), dwte, REDUCTION);
+        expect_close("scalar dwval", g_dwval.get(), dwval, REDUCTION);
+        expect_close("scalar dwpe", g_dwpe.get(), dwpe, REDUCTION);
+    }
+    for (int N : {1, 7, 256}) {
+        Rng rng(7);
+        auto pred = random_vector<float>(N, rng, 8), dpred = random_vector<float>(N, rng);
+        std::vector<float> labels(N), losses(N);
+        for (auto& y : labels) y = rng.uniform(-1, 1) > 0 ? 1.0f : -1.0f;
+        GpuBuffer g_pred(pred), g_labels(labels), g_losses(losses), g_dpred(dpred);
+        logistic_forward_cpu(losses.data(), pred.data(), labels.data(), N);
+        logistic_forward(DEVICE_GPU, g_losses.ptr, g_pred.ptr, g_labels.ptr, N);
+        expect_close("logistic losses", g_losses.get(), losses, ELEMENTWISE);
+        logistic_backward_cpu(dpred.data(), pred.data(), labels.data(), N);
+        logistic_backward(DEVICE_GPU, g_dpred.ptr, g_pred.ptr, g_labels.ptr, N);
+        expect_close("logistic dpred", g_dpred.get(), dpred, ELEMENTWISE);
+    }
+}
+
+// The same with scalar encoding and the logistic loss, on maj3 (±1 targets); the wte rows of
+// the bit tokens must stay exactly 0 on both devices.
+TEST_CASE("a training step with scalar encoding and logistic loss: GPU matches the CPU" * doctest::skip(NO_GPU)) {
+    BooleanTask task("maj3");
+    Config c;
+    c.V = 3; c.T = 16; c.C = 24; c.L = 2; c.NH = 3; c.HS = 8; c.MLP = 40; c.mask_heads = 1;
+    c.encoding = ENCODING_SCALAR;
+    c.token_value = task.token_values();
+    c.loss = LOSS_LOGISTIC;
+    const int B = 32;
+    std::vector<float> init(param_count(c));
+    Rng rng(8);
+    init_default(c, init.data(), rng);
+    init_mask_from_structure(c, init.data(), Structure{1, c.T, task.structure()}, 1.5f);
+    std::vector<int> tokens((size_t)B * c.T);
+    std::vector<float> y(B);
+    for (int b = 0; b < B; b++) task.train_example(b * 37, &tokens[b * c.T], &y[b]);
+    std::vector<float> result[2];
+    float losses[2];
+    for (int run = 0; run < 2; run++) {
+        Model model;
+        model_build(model, c, run == 0 ? DEVICE_CPU : DEVICE_GPU, B);
+        buffer_copy(model.params_mem, model.dev, init.data(), DEVICE_CPU, model.num_params);
+        for (int step = 0; step < 3; step++) {
+            losses[run] = model_forward(model, tokens.data(), y.data(), B);
+            model_zero_grad(model);
+            model_backward(model, B);
+            model_update(model);
+        }
+        result[run].resize(model.num_params);
+        buffer_copy(result[run].data(), DEVICE_CPU, model.params_mem, model.dev, model.num_params);
+        ParamTensors p = param_bind(c, result[run].data());
+        for (int i = 0; i < 2 * c.C; i++) CHECK(p.wte[i] == 0.0f);  // tokens 0 and 1: the bits
+        model_free(model);
+    }
+    CHECK(losses[1] == doctest::Approx(losses[0]).epsilon(1e-4));
+    expect_close("parameters after 3 steps", result[1], result[0], REDUCTION);
+}
+
 TEST_CASE("a short GPU training run on maj3 fits the seen domain" * doctest::skip(NO_GPU)) {
     CommandResult r = run_command("./maskprior --device cuda --task maj3 --init mask --steps 400 --eval-every 400 "
                                   "--out /tmp/maskprior_gpu_run");

@@ -20,6 +20,35 @@ TEST_CASE("embedding backward matches finite differences") {
     check_gradient("dwpe", wpe, dwpe, loss);
 }
 
+TEST_CASE("scalar embedding backward matches finite differences; valued tokens leave wte alone") {
+    const int B = 3, T = 5, C = 4, V = 6;
+    const std::vector<float> value = {-1, 0, 2.5f, 0, 0.5f, -3};  // tokens 1 and 3 have no value
+    Rng rng(9);
+    std::vector<int> tokens(B * T);
+    for (auto& t : tokens) t = rng.below(V);
+    tokens[0] = 1;  // at least one token of each kind
+    tokens[1] = 2;
+    auto wte = random_vector<double>(V * C, rng), wval = random_vector<double>(C, rng);
+    auto wpe = random_vector<double>(T * C, rng), w = random_vector<double>(B * T * C, rng);
+    std::vector<double> out(B * T * C), dwte(V * C, 0), dwval(C, 0), dwpe(T * C, 0);
+    auto loss = [&] {
+        scalar_embedding_forward_cpu(out.data(), tokens.data(), value.data(), wte.data(), wval.data(), wpe.data(),
+                                     B, T, C);
+        return weighted_sum(out, w);
+    };
+    loss();
+    CHECK(out[C + 1] == doctest::Approx(2.5 * wval[1] + wpe[C + 1]));  // token 2 at position 1, by hand
+    CHECK(out[2] == doctest::Approx(wte[1 * C + 2] + wpe[2]));          // token 1 (no value) at position 0
+    scalar_embedding_backward_cpu(dwte.data(), dwval.data(), dwpe.data(), w.data(), tokens.data(), value.data(),
+                                  B, T, C);
+    check_gradient("dwte", wte, dwte, loss);
+    check_gradient("dwval", wval, dwval, loss);
+    check_gradient("dwpe", wpe, dwpe, loss);
+    for (int v = 0; v < V; v++)
+        if (value[v] != 0)
+            for (int c = 0; c < C; c++) CHECK(dwte[v * C + c] == 0.0);
+}
+
 TEST_CASE("layernorm backward matches finite differences") {
     const int N = 7, C = 9;
     Rng rng(2);
@@ -134,6 +163,36 @@ TEST_CASE("mse backward matches finite differences") {
     };
     mse_backward_cpu(dpred.data(), pred.data(), targets.data(), N);
     check_gradient("dpred", pred, dpred, loss);
+}
+
+TEST_CASE("logistic loss backward matches finite differences") {
+    const int N = 8;
+    Rng rng(10);
+    auto pred = random_vector<double>(N, rng, 3.0f);
+    std::vector<float> targets(N);
+    for (auto& y : targets) y = rng.uniform(-1, 1) > 0 ? 1.0f : -1.0f;
+    std::vector<double> losses(N), dpred(N, 0);
+    auto loss = [&] {
+        logistic_forward_cpu(losses.data(), pred.data(), targets.data(), N);
+        double s = 0;
+        for (double l : losses) s += l;
+        return s / N;
+    };
+    logistic_backward_cpu(dpred.data(), pred.data(), targets.data(), N);
+    check_gradient("dpred", pred, dpred, loss);
+}
+
+TEST_CASE("logistic loss: values by hand, finite for any prediction") {
+    CHECK(logistic_loss(0.0, 1.0) == doctest::Approx(std::log(2.0)));
+    CHECK(logistic_loss(2.0, -1.0) == doctest::Approx(std::log1p(std::exp(2.0))));
+    CHECK(logistic_slope(0.0, -1.0) == doctest::Approx(0.5));
+    CHECK(logistic_slope(1.5, 1.0) == doctest::Approx(-1.0 / (1.0 + std::exp(1.5))));
+    // far out, where exp(y * pred) overflows a float
+    CHECK(logistic_loss(200.0f, -1.0f) == doctest::Approx(200.0f));
+    CHECK(logistic_loss(200.0f, 1.0f) == 0.0f);
+    CHECK(logistic_slope(-200.0f, 1.0f) == -1.0f);
+    CHECK(logistic_slope(200.0f, 1.0f) == doctest::Approx(0.0f));
+    CHECK(std::isfinite(logistic_slope(1e30f, -1.0f)));
 }
 
 TEST_CASE("cross-entropy backward matches finite differences, with a loss mask") {

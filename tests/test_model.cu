@@ -4,22 +4,30 @@
 #include "init.cuh"
 #include "tasks/boolean.h"
 
-static Config tiny_config(int mask_heads, bool causal, HeadType head = HEAD_REGRESSION) {
+static Config tiny_config(int mask_heads, bool causal, HeadType head = HEAD_REGRESSION,
+                          Encoding encoding = ENCODING_TOKEN, LossType loss = LOSS_MSE) {
     Config c;
     c.V = 3; c.T = 6; c.C = 8; c.L = 2; c.NH = 2; c.HS = 3; c.MLP = 10;
     c.OUT = head == HEAD_REGRESSION ? 1 : 4;
     c.head = head;
     c.mask_heads = mask_heads;
     c.causal = causal;
+    c.encoding = encoding;
+    if (encoding == ENCODING_SCALAR) c.token_value = {-1.5f, 0.75f, 0.0f};  // token 2 has no value
+    c.loss = loss;
     return c;
 }
 
-// Random tokens, and targets: values in [-1, 1) for regression, class ids for classification.
+// Random tokens, and targets: values in [-1, 1) for regression (their sign, ±1, for the
+// logistic loss), class ids for classification.
 static void random_batch(const Config& c, int B, Rng& rng, std::vector<int>& tokens, std::vector<float>& y) {
     tokens.resize((size_t)B * c.T);
     y.resize(B);
     for (auto& t : tokens) t = rng.below(c.V);
-    for (auto& v : y) v = c.head == HEAD_REGRESSION ? rng.uniform(-1, 1) : (float)rng.below(c.OUT);
+    for (auto& v : y) {
+        v = c.head == HEAD_REGRESSION ? rng.uniform(-1, 1) : (float)rng.below(c.OUT);
+        if (c.loss == LOSS_LOGISTIC) v = v > 0 ? 1.0f : -1.0f;
+    }
 }
 
 static void init_model(Model& model, uint64_t seed, float mask_scale) {
@@ -38,8 +46,9 @@ static void init_model(Model& model, uint64_t seed, float mask_scale) {
 // in double (test_layers, test_attention) are the tight ones, and torch_reference.py checks this
 // same backward against PyTorch's autograd.
 static void check_model_gradient(int mask_heads, bool causal, HeadType head = HEAD_REGRESSION,
+                                 Encoding encoding = ENCODING_TOKEN, LossType loss = LOSS_MSE,
                                  bool mask_first_layer_only = false) {
-    Config c = tiny_config(mask_heads, causal, head);
+    Config c = tiny_config(mask_heads, causal, head, encoding, loss);
     c.mask_first_layer_only = mask_first_layer_only;
     const int B = 4;
     Model model;
@@ -78,7 +87,51 @@ TEST_CASE("whole-model gradient matches finite differences") {
     SUBCASE("shared mask") { check_model_gradient(1, false); }
     SUBCASE("per-head mask, causal") { check_model_gradient(2, true); }
     SUBCASE("classification head (cross-entropy), shared mask") { check_model_gradient(1, false, HEAD_CLASS); }
-    SUBCASE("mask in the first layer only") { check_model_gradient(1, false, HEAD_REGRESSION, true); }
+    SUBCASE("mask in the first layer only") {
+        check_model_gradient(1, false, HEAD_REGRESSION, ENCODING_TOKEN, LOSS_MSE, true);
+    }
+    SUBCASE("scalar encoding, logistic loss, shared mask") {
+        check_model_gradient(1, false, HEAD_REGRESSION, ENCODING_SCALAR, LOSS_LOGISTIC);
+    }
+    SUBCASE("scalar encoding, MSE, no mask, causal") {
+        check_model_gradient(0, true, HEAD_REGRESSION, ENCODING_SCALAR, LOSS_MSE);
+    }
+}
+
+TEST_CASE("scalar encoding: wval is drawn last, valued tokens' wte rows start at 0 and stay 0") {
+    Config token = tiny_config(1, false), scalar = tiny_config(1, false, HEAD_REGRESSION, ENCODING_SCALAR);
+    REQUIRE(param_count(scalar) == param_count(token) + scalar.C);
+    std::vector<float> a(param_count(token)), b(param_count(scalar));
+    Rng r1(4), r2(4);
+    init_default(token, a.data(), r1);
+    init_default(scalar, b.data(), r2);
+    ParamTensors pa = param_bind(token, a.data()), pb = param_bind(scalar, b.data());
+    CHECK(pa.wval == nullptr);
+    for (int i = 0; i < 2 * scalar.C; i++) CHECK(pb.wte[i] == 0.0f);          // tokens 0 and 1 have values
+    for (int i = 2 * scalar.C; i < 3 * scalar.C; i++) CHECK(pb.wte[i] == pa.wte[i]);  // token 2 has none
+    for (size_t i = pa.wpe - a.data(); i < a.size(); i++)  // every other weight: the same for one seed
+        REQUIRE(a[i] == b[i + scalar.C]);
+    CHECK(pb.wval[0] != 0.0f);
+
+    for (bool decoupled : {true, false}) {  // AdamW and Adam with L2: zero gradient, zero weight, no step
+        Model model;
+        model_build(model, scalar, DEVICE_CPU, 8);
+        model.adam.decoupled = decoupled;
+        init_model(model, 21, 3.0f);
+        Rng rng(22);
+        std::vector<int> tokens;
+        std::vector<float> y;
+        for (int step = 0; step < 5; step++) {
+            random_batch(scalar, 8, rng, tokens, y);
+            model_forward(model, tokens.data(), y.data(), 8);
+            model_zero_grad(model);
+            model_backward(model, 8);
+            model_update(model);
+        }
+        for (int i = 0; i < 2 * scalar.C; i++) CHECK(model.params.wte[i] == 0.0f);
+        CHECK(model.params.wte[2 * scalar.C] != 0.0f);
+        model_free(model);
+    }
 }
 
 TEST_CASE("the mask init writes +c on G and -c elsewhere, in every layer, and nothing else changes") {

@@ -26,6 +26,22 @@ TEST_CASE("Boolean targets by hand") {
     CHECK(boolean_unseen(BOOL_CYCLIC3, 0b1000));
 }
 
+TEST_CASE("token values: a Boolean token is its bit, CLS has none; a task without values has all 0") {
+    for (const char* name : {"2parity", "maj3", "cyclic3"}) {
+        BooleanTask task(name);
+        std::vector<float> value = task.token_values();
+        REQUIRE((int)value.size() == task.vocab);
+        CHECK(value[0] == -1.0f);  // token 0 is the bit -1
+        CHECK(value[1] == 1.0f);
+        CHECK(value[BOOL_CLS] == 0.0f);
+    }
+    struct NoValues : BooleanTask {  // the interface's default, as a task of letters would have it
+        NoValues() : BooleanTask("maj3") {}
+        std::vector<float> token_values() const override { return Task::token_values(); }
+    };
+    CHECK(NoValues().token_values() == std::vector<float>(3, 0.0f));
+}
+
 TEST_CASE("tokens are [CLS, bits] with bit b as (b+1)/2") {
     BooleanTask task("maj3");
     std::vector<int> tokens(16);

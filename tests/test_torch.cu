@@ -1,7 +1,8 @@
 // The cross-check against PyTorch: ./maskprior --dump-state writes one batch's parameters,
 // loss and gradients; tests/torch_reference.py recomputes them with autograd in float64 and
-// compares every tensor. Mask shared and per head, causal and not; c = 1.5 so that the mask
-// gradient is large enough to be checked for real (at c = 6, σ(-6) shrinks it below 1e-4).
+// compares every tensor. Mask shared and per head, causal and not, scalar encoding, logistic
+// loss; c = 1.5 so that the mask gradient is large enough to be checked for real (at c = 6,
+// σ(-6) shrinks it below 1e-4).
 #include "test_util.h"
 
 // Debian's python3 has python3-torch; elsewhere (the GPU machine) $MASKPRIOR_PYTHON names one with torch.
@@ -38,6 +39,14 @@ TEST_CASE("every gradient matches PyTorch autograd") {
         cross_check("--task maj3 --init mask --causal --mask-per-head --mask-c 1.5 --layers 1",
                     "/tmp/maskprior_x5.safetensors");
     }
+    SUBCASE("scalar encoding, shared mask") {
+        cross_check("--task 2parity --init mask --mask-c 1.5 --encoding scalar", "/tmp/maskprior_x7.safetensors");
+    }
+    SUBCASE("logistic loss") { cross_check("--task maj3 --loss logistic", "/tmp/maskprior_x8.safetensors"); }
+    SUBCASE("scalar encoding, logistic loss, causal, per-head mask") {
+        cross_check("--task 2parity --init mask --mask-per-head --mask-c 1.5 --causal --encoding scalar "
+                    "--loss logistic", "/tmp/maskprior_x9.safetensors");
+    }
 }
 
 TEST_CASE("the PyTorch cross-check fails when a gradient is wrong") {
@@ -45,6 +54,14 @@ TEST_CASE("the PyTorch cross-check fails when a gradient is wrong") {
                         "--dump-state /tmp/maskprior_x6.safetensors").exit_code == 0);
     for (const char* name : {"grad.h.1.attn.mask", "grad.wte", "loss"}) {
         CommandResult r = run_command(PYTHON + "/tmp/maskprior_x6.safetensors --corrupt " + name);
+        CAPTURE(name);
+        CHECK(r.exit_code == 1);
+        CHECK(r.out.find("FAIL") != std::string::npos);
+    }
+    REQUIRE(run_command("./maskprior --device cpu --batch 16 --task maj3 --encoding scalar --loss logistic "
+                        "--dump-state /tmp/maskprior_x10.safetensors").exit_code == 0);
+    for (const char* name : {"grad.wval", "token_values", "loss"}) {
+        CommandResult r = run_command(PYTHON + "/tmp/maskprior_x10.safetensors --corrupt " + name);
         CAPTURE(name);
         CHECK(r.exit_code == 1);
         CHECK(r.out.find("FAIL") != std::string::npos);

@@ -8,7 +8,9 @@ parameters, one batch (batch.inputs, batch.targets), its loss and every gradient
 This script builds the same transformer independently in PyTorch, in float64 (pre-LN blocks,
 attention scores q.k/sqrt(HS) + log sigmoid(M), causal masking when asked, GELU tanh form,
 final LayerNorm and head on position 0, or on the last position when attention is causal), loads the parameters, runs the batch forward and
-lets autograd compute the gradients. It then checks, elementwise with the tolerance of
+lets autograd compute the gradients. The metadata's "encoding" (token | scalar: a valued token
+is token_values[v] * wval, the table dumped as token_values) and "loss" (mse | logistic:
+log(1 + exp(-y yhat))) choose the embedding and the loss; absent, they mean token and mse. It then checks, elementwise with the tolerance of
 DESIGN.md section 8 (|cpp - torch| <= 1e-4 + 1e-3 |torch|), the loss and every gradient,
 the mask's included. It also fails on NaN/Inf, on a gradient in the file that the model does
 not have, and on a model parameter whose gradient is missing from the file.
@@ -56,6 +58,8 @@ def parameter_shapes(cfg):
     """Every parameter of the model the metadata describes: name -> shape (DESIGN.md section 6)."""
     C, T, NH, HS, MLP = cfg["width"], cfg["seq_len"], cfg["heads"], cfg["head_size"], cfg["mlp"]
     shapes = {"wte": (cfg["vocab"], C), "wpe": (T, C)}
+    if cfg.get("encoding", "token") == "scalar":
+        shapes["wval"] = (C,)
     for l in range(cfg["layers"]):
         h = f"h.{l}."
         shapes.update({h + "ln1.weight": (C,), h + "ln1.bias": (C,),
@@ -88,10 +92,15 @@ def attention(x, qkv_weight, qkv_bias, mask, cfg):
     return y.transpose(1, 2).reshape(B, T, NH * HS)
 
 
-def model_loss(p, cfg, tokens, targets):
-    """The mean loss of the batch; p maps parameter names to tensors."""
+def model_loss(p, cfg, tokens, targets, token_values=None):
+    """The mean loss of the batch; p maps parameter names to tensors; token_values (V) is the
+    value table of the scalar encoding."""
     C = cfg["width"]
-    x = p["wte"][tokens] + p["wpe"]  # (B,T,C)
+    if cfg.get("encoding", "token") == "scalar":  # a valued token: value * wval; the others: wte
+        value = token_values[tokens].unsqueeze(-1)  # (B,T,1)
+        x = torch.where(value != 0, value * p["wval"], p["wte"][tokens]) + p["wpe"]  # (B,T,C)
+    else:
+        x = p["wte"][tokens] + p["wpe"]  # (B,T,C)
     for l in range(cfg["layers"]):
         h = f"h.{l}."
         a = F.layer_norm(x, (C,), p[h + "ln1.weight"], p[h + "ln1.bias"], eps=1e-5)
@@ -103,6 +112,9 @@ def model_loss(p, cfg, tokens, targets):
     pos = x.shape[1] - 1 if cfg["causal"] else 0  # the head reads CLS; causal: the last position
     cls = F.layer_norm(x[:, pos], (C,), p["ln_f.weight"], p["ln_f.bias"], eps=1e-5)  # (B,C)
     out = F.linear(cls, p["head.weight"], p["head.bias"])  # (B,OUT)
+    if cfg["head_type"] == "regression" and cfg.get("loss", "mse") == "logistic":
+        margin = -targets * out[:, 0]
+        return torch.logaddexp(torch.zeros_like(margin), margin).mean()  # log(1 + exp(-y yhat))
     if cfg["head_type"] == "regression":
         return ((out[:, 0] - targets) ** 2).mean()
     return F.cross_entropy(out, targets.long())
@@ -128,7 +140,10 @@ def main(argv):
     tensors, meta = read_safetensors(argv[1])
     numbers = ("width", "layers", "heads", "head_size", "mlp", "seq_len", "vocab", "out", "causal")
     cfg = {key: int(meta[key]) for key in numbers}
-    cfg.update(mask=meta["mask"], head_type=meta["head_type"], mask_layers=meta.get("mask_layers", "all"))
+    cfg.update(mask=meta["mask"], head_type=meta["head_type"], mask_layers=meta.get("mask_layers", "all"),
+               encoding=meta.get("encoding", "token"), loss=meta.get("loss", "mse"))
+    if cfg["encoding"] == "scalar" and "token_values" not in tensors:
+        sys.exit(f"{argv[1]}: scalar encoding, but no token_values table")
     if len(argv) == 4:
         if argv[3] not in tensors:
             sys.exit(f"{argv[1]}: no tensor {argv[3]} to corrupt")
@@ -140,7 +155,7 @@ def main(argv):
         if name not in tensors or tensors[name].shape != shape:
             sys.exit(f"{argv[1]}: parameter {name} {shape} is missing or has another shape")
     params = {name: tensors[name].clone().requires_grad_() for name in shapes}
-    loss = model_loss(params, cfg, tensors["batch.inputs"].long(), tensors["batch.targets"])
+    loss = model_loss(params, cfg, tensors["batch.inputs"].long(), tensors["batch.targets"], tensors.get("token_values"))
     loss.backward()
 
     ok = compare("loss", tensors["loss"], loss.detach().reshape(1))
@@ -155,7 +170,7 @@ def main(argv):
             print(f"{name:28s} in the file, but the model has no parameter {name[5:]}  FAIL")
             ok = False
     print(f"{'PASS' if ok else 'FAIL'}: {argv[1]} ({meta['mask']} mask, causal {cfg['causal']}, "
-          f"{len(shapes)} parameter tensors) against PyTorch float64")
+          f"{cfg['encoding']} encoding, {cfg['loss']} loss, {len(shapes)} parameter tensors) against PyTorch float64")
     return 0 if ok else 1
 
 
