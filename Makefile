@@ -1,8 +1,11 @@
 # maskprior: one binary, built by nvcc with cuBLAS; it trains on the GPU when there is one
 # and on the CPU otherwise.
 #   make            build ./maskprior
-#   make run        the headline experiment: default vs mask init on a Boolean task (TASK=maj3)
+#   make run        the headline experiment: default, qk-svd, qk-opt and mask init on a Boolean
+#                   task (TASK=maj3), with the table and the prior-mass plots
 #   make test       every test that needs no GPU (GPU cases skip themselves)
+#   make table-boolean  the Boolean table: 3 tasks x 4 inits x 3 seeds (BOOLEAN_ARGS="--paper --seeds 5")
+#   make sweep-2parity  which settings make 2parity extrapolate, and which do not
 #   make gpu-check  the GPU tests, a paper-size GPU run and the PyTorch timing (needs a GPU)
 #   make bench      CPU speed against PyTorch on the make-run model
 NVCC      ?= nvcc
@@ -21,6 +24,8 @@ export OMP_WAIT_POLICY ?= passive
 TASK      ?= maj3
 SEEDS     ?= 1 2 3 4 5
 OPTIMIZER ?= adam
+# make table-boolean: --paper (GOTU's model size, for a GPU) and/or --seeds N
+BOOLEAN_ARGS ?=
 
 GENCODE   = -gencode arch=compute_$(ARCH),code=[sm_$(ARCH),compute_$(ARCH)]
 INCLUDES  = -I. $(if $(EXTRA_INCLUDE),-I$(EXTRA_INCLUDE))
@@ -29,7 +34,7 @@ NVCCFLAGS = -O3 -std=c++17 $(GENCODE) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march
 LDLIBS    = -lcublas -lgomp
 HEADERS   = $(wildcard *.cuh *.h tasks/*.h)
 
-.PHONY: all run test gpu-check gpu-include bench deps clean
+.PHONY: all run test table-boolean sweep-2parity gpu-check gpu-include bench deps clean
 
 all: maskprior
 
@@ -48,6 +53,12 @@ run: deps maskprior
 
 test: deps maskprior tests/unit_tests
 	@sh tests/run_all.sh
+
+table-boolean: deps maskprior
+	@sh experiments/boolean_table.sh $(BOOLEAN_ARGS)
+
+sweep-2parity: deps maskprior
+	@sh experiments/sweep_2parity.sh
 
 gpu-check:
 	@sh tests/gpu_check.sh

@@ -4,7 +4,7 @@
 #   2. the whole test suite, GPU cases included: every kernel against its CPU reference, a
 #      whole training step GPU vs CPU, a short GPU training run that must learn
 #   3. the GPU tests once under compute-sanitizer, memcheck and racecheck
-#   4. the paper-size GOTU model (DESIGN.md 4.1) on 2parity, default and mask init
+#   4. the paper-size GOTU model (DESIGN.md 4.1) on 2parity: default, qk-svd and mask init
 #   5. the same model and batch timed in PyTorch eager and torch.compile against ours
 # then one summary table. Output also goes to $OUT (default /tmp/maskprior-gpu-check).
 set -u
@@ -39,7 +39,7 @@ done
 
 echo "== 4. paper-size model on 2parity (C 256, L 12, NH 6, HS 64, MLP 256, GOTU's Adam lr 1e-5 wd 1e-3, batch 256, 20 epochs)"
 PAPER="--task 2parity --device cuda --width 256 --layers 12 --heads 6 --head-size 64 --mlp 256 --optimizer adam --lr 1e-5 --wd 1e-3 --batch 256 --epochs 20 --eval-every 480"
-for init in default mask; do
+for init in default qk-svd mask; do
     if ./maskprior $PAPER --init $init --out "$OUT/paper-2parity-$init" > "$OUT/paper-$init.log" 2>&1; then
         m="$OUT/paper-2parity-$init/metrics.json"
         record "2parity paper-size $init" "$($PY -c "import json; m = json.load(open('$m')); print('acc_cube %.4f acc_unseen %.4f mdi_agreement %.4f prior_mass %s, %.0f s' % (m['acc_cube'], m['acc_unseen'], m['mdi_agreement'], ' '.join('%.2f' % x for x in m['prior_mass']), m['seconds']))")"

@@ -216,7 +216,46 @@ TEST_CASE("GPU attention matches the CPU, mask gradient included" * doctest::ski
         attention_backward(DEVICE_GPU, g_dqkv.ptr, g_dmask.ptr, g_dpreatt.ptr, g_dout.ptr, g_qkv.ptr, g_att.ptr, gm, s);
         expect_close("attention dqkv", g_dqkv.get(), dqkv, REDUCTION);
         expect_close("attention dmask", g_dmask.get(), dmask, REDUCTION);
+        // dS given (dout = nullptr), as the qk-opt fit runs it: dq and dk from the CPU's dS
+        AttentionShape no_mask = s;
+        no_mask.mask_heads = 0;
+        std::vector<float> given(qkv.size(), 0.0f);
+        GpuBuffer g_given(given), g_ds(dpreatt);
+        attention_backward_cpu(given.data(), (float*)nullptr, dpreatt.data(), (const float*)nullptr, qkv.data(),
+                               att.data(), (const float*)nullptr, no_mask);
+        attention_backward(DEVICE_GPU, g_given.ptr, nullptr, g_ds.ptr, nullptr, g_qkv.ptr, g_att.ptr, nullptr, no_mask);
+        expect_close("attention dqkv, dS given", g_given.get(), given, REDUCTION);
     }
+}
+
+TEST_CASE("the qk-opt fit on the GPU matches the CPU's" * doctest::skip(NO_GPU)) {
+    BooleanTask task("2parity");
+    Config c;
+    c.V = 3; c.T = 16; c.C = 32; c.L = 2; c.NH = 2; c.HS = 16; c.MLP = 32;
+    std::vector<float> init(param_count(c));
+    Rng rng(5);
+    init_default(c, init.data(), rng);
+    std::vector<int> tokens(64 * c.T);
+    float target;
+    for (int b = 0; b < 64; b++) task.train_example(b * 101, &tokens[b * c.T], &target);
+    const Structure G = {1, c.T, task.structure()};
+    QkFit fits[2];
+    InitCheck checks[2];
+    for (Device dev : {DEVICE_CPU, DEVICE_GPU}) {
+        Model model;
+        model_build(model, c, dev, 64);
+        std::vector<float> host = init;
+        buffer_copy(model.params_mem, dev, host.data(), DEVICE_CPU, model.num_params);
+        AttentionInputs E = first_attention_inputs(model, tokens, 64);
+        fits[dev] = init_qk_opt(model, host.data(), E, G, 6.0f, c.L, 200);
+        buffer_copy(model.params_mem, dev, host.data(), DEVICE_CPU, model.num_params);
+        checks[dev] = init_check(model, tokens, 64, G, 6.0f);
+        model_free(model);
+    }
+    CHECK(fits[DEVICE_GPU].kl_start == doctest::Approx(fits[DEVICE_CPU].kl_start).epsilon(1e-4));
+    CHECK(fits[DEVICE_GPU].kl_end == doctest::Approx(fits[DEVICE_CPU].kl_end).epsilon(0.05));
+    CHECK(checks[DEVICE_GPU].mean_abs_diff < 0.01);
+    CHECK(checks[DEVICE_GPU].prior_mass == doctest::Approx(checks[DEVICE_CPU].prior_mass).epsilon(1e-3));
 }
 
 // Three AdamW steps of the same model from the same weights on both devices.

@@ -34,7 +34,8 @@ def main(runs_dir, task):
                ("mse_cube", "MSE cube")]
     header = ["init", "seeds", "cube acc per seed"] + [name for _, name in columns] + ["prior mass per layer", "seconds"]
     rows = []
-    for init, runs in by_init.items():
+    order = ["default", "qk-svd", "qk-opt", "mimetic", "mask"]
+    for init, runs in sorted(by_init.items(), key=lambda item: order.index(item[0]) if item[0] in order else 99):
         layers = len(runs[0]["prior_mass"])
         mass = " / ".join(f"{statistics.mean(r['prior_mass'][l] for r in runs):.3f}" for l in range(layers))
         per_seed = " ".join(f"{r['acc_cube']:.3f}" for r in sorted(runs, key=lambda r: r["seed"]))

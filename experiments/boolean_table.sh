@@ -1,0 +1,53 @@
+#!/bin/sh
+# make table-boolean, or experiments/boolean_table.sh [--paper] [--seeds N]: the Boolean table.
+# Trains 2parity, maj3 and cyclic3 with the default, qk-svd, qk-opt and mask inits for seeds
+# 1..N (3 unless --seeds says otherwise), then prints mean ± std of the cube accuracy, unseen
+# accuracy, MDI agreement and final prior mass beside the paper's numbers
+# (tools/boolean_table.py, from the runs' metrics.json files).
+#   default: the CPU-sized model of make run (C 32, L 2, NH 2, HS 16, MLP 32, batch 64,
+#            1500 steps, Adam + L2, lr 1e-3, wd 1e-3, c 6): 36 runs, about 10 minutes on a
+#            2-core CPU.
+#   --paper: GOTU's model (DESIGN.md 4.1): C 256, L 12, NH 6, HS 64, MLP 256, batch 256, Adam
+#            + L2, lr 1e-5 (cyclic3 2e-5), wd 1e-3, 20 / 30 / 80 epochs. Meant for a GPU.
+# Runs land in runs/table-boolean/cpu or .../paper; a run whose metrics.json exists is kept,
+# so an interrupted table continues where it stopped (delete the folder to start over).
+set -e
+cd "$(dirname "$0")/.."
+size=cpu
+count=3
+while [ $# -gt 0 ]; do
+    case $1 in
+        --paper) size=paper ;;
+        --seeds) count=$2; shift ;;
+        *) echo "boolean_table.sh: error: unknown argument $1 (use --paper, --seeds N)" >&2; exit 2 ;;
+    esac
+    shift
+done
+case $count in ''|*[!0-9]*|0) echo "boolean_table.sh: error: --seeds needs a count of at least 1" >&2; exit 2 ;; esac
+root=runs/table-boolean/$size
+for task in 2parity maj3 cyclic3; do
+    if [ $size = paper ]; then
+        case $task in 2parity) epochs=20 lr=1e-5 ;; maj3) epochs=30 lr=1e-5 ;; cyclic3) epochs=80 lr=2e-5 ;; esac
+        flags="--width 256 --layers 12 --heads 6 --head-size 64 --mlp 256 --batch 256 --epochs $epochs --lr $lr"
+    else
+        flags="--lr 1e-3"
+    fi
+    for init in default qk-svd qk-opt mask; do
+        seed=1
+        while [ "$seed" -le "$count" ]; do
+            out=$root/$task-$init-s$seed
+            if [ ! -f "$out/metrics.json" ]; then
+                mkdir -p "$out"
+                # shellcheck disable=SC2086  # flags are words
+                if ! ./maskprior --task $task --init $init --seed $seed --optimizer adam --wd 1e-3 $flags \
+                    --out "$out" > "$out/stdout.log" 2>&1; then
+                    cat "$out/stdout.log"
+                    exit 1
+                fi
+                echo "$task $init s$seed: $(grep -E '^eval' "$out/stdout.log" | tail -1 | cut -c1-110)"
+            fi
+            seed=$((seed + 1))
+        done
+    done
+done
+/usr/bin/python3 tools/boolean_table.py "$root"
