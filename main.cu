@@ -356,9 +356,8 @@ int main(int argc, char** argv) {
     if (!init_note.empty()) row("", init_note);
     row("structure G", opt.mask_structure.empty() ? "the task's" : fmt("%s (%s)", opt.mask_structure.c_str(),
                                                                       G.heads > 1 ? "one per head" : "all heads"));
-    row("step-0 check", fmt("layer 0 vs P = softmax(c·G): prior mass %.3f (P: %.3f)", check.prior_mass,
-                            check.target_mass));
-    row("", fmt("|A - P| mean %.4f, max %.4f", check.mean_abs_diff, check.max_abs_diff));
+    row("step-0 check", fmt("layer 0: prior mass %.3f (target P: %.3f)", check.prior_mass, check.target_mass));
+    row("", fmt("|A - P| mean %.4f, max %.4f; P = softmax(c G)", check.mean_abs_diff, check.max_abs_diff));
     row("model", fmt("C %d L %d NH %d HS %d MLP %d T %d%s", cfg.C, cfg.L, cfg.NH, cfg.HS, cfg.MLP, cfg.T,
                      cfg.causal ? " causal" : ""));
     row("parameters", fmt("%zu", model.num_params));

@@ -6,7 +6,8 @@
 # Prints them side by side with the min-degree interpolator's own accuracy, and draws the
 # prior mass of every run against the step (tools/plot.py) into runs/headline/<optimizer>/plots-<task>. The optimizer is GOTU's, Adam with weight decay as L2 in the
 # gradient; OPTIMIZER=adamw runs the decoupled AdamW instead (README: it changes the result).
-# Every run leaves its folder under runs/headline/<optimizer>/.
+# Every run leaves its folder under runs/headline/<optimizer>/; it evaluates every 250 steps
+# (7 points on each curve), which adds about 5 s a run on the CPU and changes no result.
 set -e
 task=${1:-maj3}
 seeds=${SEEDS:-1 2 3 4 5}
@@ -16,8 +17,8 @@ for seed in $seeds; do
         out=runs/headline/$optimizer/$task-$init-s$seed
         echo "== $task, init $init, seed $seed, $optimizer -> $out"
         mkdir -p "$out"
-        if ! ./maskprior --task "$task" --init "$init" --seed "$seed" --optimizer "$optimizer" --out "$out" \
-            > "$out/stdout.log" 2>&1; then
+        if ! ./maskprior --task "$task" --init "$init" --seed "$seed" --optimizer "$optimizer" --eval-every 250 \
+            --out "$out" > "$out/stdout.log" 2>&1; then
             cat "$out/stdout.log"
             exit 1
         fi

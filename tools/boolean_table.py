@@ -38,26 +38,31 @@ def mean_std(values, percent=True):
 
 
 def load(root, by_setting):
-    groups = {}
+    """The runs grouped by (setting, task, init), and when each setting's first run finished."""
+    groups, finished = {}, {}
     for path in glob.glob(os.path.join(root, "**", "metrics.json"), recursive=True):
         with open(path) as f:
             m = json.load(f)
         setting = os.path.relpath(path, root).split(os.sep)[0] if by_setting else ""
         groups.setdefault((setting, m["task"], m["init"]), []).append(m)
-    return groups
+        finished[setting] = min(finished.get(setting, float("inf")), os.path.getmtime(path))
+    return groups, finished
 
 
-def order(key):
-    setting, task, init = key
-    return (setting, TASK_ORDER.index(task) if task in TASK_ORDER else 99,
-            INIT_ORDER.index(init) if init in INIT_ORDER else 99)
+def order_by(finished):
+    """Settings in the order they were run (the script's order), then tasks and inits as listed above."""
+    def order(key):
+        setting, task, init = key
+        return (finished[setting], TASK_ORDER.index(task) if task in TASK_ORDER else 99,
+                INIT_ORDER.index(init) if init in INIT_ORDER else 99)
+    return order
 
 
 def main(argv):
     if len(argv) not in (2, 3) or (len(argv) == 3 and argv[2] != "--by-setting"):
         sys.exit(__doc__)
     by_setting = len(argv) == 3
-    groups = load(argv[1], by_setting)
+    groups, finished = load(argv[1], by_setting)
     if not groups:
         sys.exit(f"boolean_table.py: error: no metrics.json under {argv[1]}")
     header = (["setting"] if by_setting else []) + ["task", "init", "seeds", "cube acc %", "unseen acc %",
@@ -65,7 +70,7 @@ def main(argv):
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     devices = set()
-    for key in sorted(groups, key=order):
+    for key in sorted(groups, key=order_by(finished)):
         setting, task, init = key
         runs = groups[key]
         devices.update(r["device"] for r in runs)
