@@ -64,7 +64,7 @@ def parameter_shapes(cfg):
         h = f"h.{l}."
         shapes.update({h + "ln1.weight": (C,), h + "ln1.bias": (C,),
                        h + "attn.qkv.weight": (3 * NH * HS, C), h + "attn.qkv.bias": (3 * NH * HS,)})
-        if cfg["mask"] != "none" and (l == 0 or cfg["mask_layers"] == "all"):
+        if cfg["mask"] != "none" and (l == 0 or cfg.get("mask_layers", "all") == "all"):
             shapes[h + "attn.mask"] = (T, T) if cfg["mask"] == "layer" else (NH, T, T)
         shapes.update({h + "attn.proj.weight": (C, NH * HS), h + "attn.proj.bias": (C,),
                        h + "ln2.weight": (C,), h + "ln2.bias": (C,),
