@@ -124,7 +124,8 @@ __host__ __device__ inline void attention_row_backward(F* dqkv, F* dpreatt_row, 
             dpreatt_row[j] = da;
             weighted += att_row[j] * da;
         }
-        for (int j = 0; j < T; j++) dpreatt_row[j] = att_row[j] * (dpreatt_row[j] - weighted);  // zero where A is
+        // dS_ij = A_ij (dA_ij - sum_k A_ik dA_ik): zero where A is zero (causal)
+        for (int j = 0; j < T; j++) dpreatt_row[j] = att_row[j] * (dpreatt_row[j] - weighted);
     }
     F* dq = dqkv + ((size_t)b * T + i) * row + h * HS;
     for (int j = 0; j < T; j++) {

@@ -56,7 +56,7 @@ struct ParamTensors {
     float* ln1b;      // (L,C)
     float* qkvw;      // (L,3·NH·HS,C)
     float* qkvb;      // (L,3·NH·HS)
-    float* mask;      // (L,T,T) or (L,NH,T,T); only layer 0's with --prior-layers first; absent (size 0) when there is no mask
+    float* mask;      // (L,T,T) or (L,NH,T,T), L = 1 with --prior-layers first; absent (size 0) without a mask
     float* attprojw;  // (L,C,NH·HS)
     float* attprojb;  // (L,C)
     float* ln2w;      // (L,C)
