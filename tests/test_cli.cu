@@ -166,39 +166,41 @@ TEST_CASE("every init runs, reports its step-0 match and leaves the persistence 
     }
 }
 
-TEST_CASE("--resume continues a run bit-exactly") {
-    const std::string run = TINY + "--task cyclic3 --init mask --seed 3 --optimizer adam --eval-every 100 ";
-    REQUIRE(run_command(run + "--steps 12 --out /tmp/maskprior_whole").exit_code == 0);
-    REQUIRE(run_command(run + "--steps 5 --out /tmp/maskprior_half").exit_code == 0);
-    REQUIRE(run_command(run + "--steps 12 --out /tmp/maskprior_half "
-                              "--resume /tmp/maskprior_half/model.safetensors").exit_code == 0);
-    StFile whole = safetensors_read("/tmp/maskprior_whole/model.safetensors");
-    StFile resumed = safetensors_read("/tmp/maskprior_half/model.safetensors");
+// Runs `run` for `total` steps straight, and for `half` steps and then resumed to `total`:
+// the two checkpoints must be identical, bit for bit. Returns the resumed one.
+static StFile expect_resume_bit_exact(const std::string& run, int half, int total, const std::string& tag) {
+    const std::string whole_dir = "/tmp/maskprior_" + tag + "_whole", half_dir = "/tmp/maskprior_" + tag + "_half";
+    REQUIRE(run_command(run + "--steps " + std::to_string(total) + " --out " + whole_dir).exit_code == 0);
+    REQUIRE(run_command(run + "--steps " + std::to_string(half) + " --out " + half_dir).exit_code == 0);
+    REQUIRE(run_command(run + "--steps " + std::to_string(total) + " --out " + half_dir + " --resume " + half_dir +
+                        "/model.safetensors").exit_code == 0);
+    StFile whole = safetensors_read(whole_dir + "/model.safetensors");
+    StFile resumed = safetensors_read(half_dir + "/model.safetensors");
     REQUIRE(whole.tensors.size() == resumed.tensors.size());
     for (const StTensor& t : whole.tensors) {
         const StTensor* u = resumed.find(t.name);
         REQUIRE(u);
         CHECK_MESSAGE(memcmp(t.data.data(), u->data.data(), t.data.size() * sizeof(float)) == 0, t.name);
     }
+    return resumed;
+}
+
+TEST_CASE("--resume continues a run bit-exactly") {
+    StFile resumed = expect_resume_bit_exact(
+        TINY + "--task cyclic3 --init mask --seed 3 --optimizer adam --eval-every 100 ", 5, 12, "mask");
     CHECK(resumed.metadata["adam_t"] == "12");
 }
 
 TEST_CASE("--resume: scalar encoding and logistic loss continue bit-exactly; older checkpoints mean token, mse") {
     const std::string run = TINY + "--task maj3 --seed 2 --eval-every 100 ";
-    const std::string scalar = run + "--encoding scalar --loss logistic ";
-    REQUIRE(run_command(scalar + "--steps 8 --out /tmp/maskprior_swhole").exit_code == 0);
-    REQUIRE(run_command(scalar + "--steps 3 --out /tmp/maskprior_shalf").exit_code == 0);
-    REQUIRE(run_command(scalar + "--steps 8 --out /tmp/maskprior_shalf "
-                                 "--resume /tmp/maskprior_shalf/model.safetensors").exit_code == 0);
-    StFile whole = safetensors_read("/tmp/maskprior_swhole/model.safetensors");
-    StFile resumed = safetensors_read("/tmp/maskprior_shalf/model.safetensors");
-    REQUIRE(whole.find("wval"));
-    for (const StTensor& t : whole.tensors)
-        CHECK_MESSAGE(memcmp(t.data.data(), resumed.find(t.name)->data.data(), t.data.size() * 4) == 0, t.name);
+    StFile resumed = expect_resume_bit_exact(run + "--encoding scalar --loss logistic ", 3, 8, "scalar");
+    REQUIRE(resumed.find("wval"));
 
-    // a checkpoint written before "encoding" and "loss" existed resumes as token encoding, MSE
+    // a checkpoint written before "mask_layers", "encoding" and "loss" existed resumes as all
+    // layers, token encoding, MSE
     REQUIRE(run_command(run + "--steps 3 --out /tmp/maskprior_old").exit_code == 0);
     StFile old = safetensors_read("/tmp/maskprior_old/model.safetensors");
+    old.metadata.erase("mask_layers");
     old.metadata.erase("encoding");
     old.metadata.erase("loss");
     safetensors_write("/tmp/maskprior_old/model.safetensors", old);

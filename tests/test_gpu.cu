@@ -258,39 +258,52 @@ TEST_CASE("the qk-opt fit on the GPU matches the CPU's" * doctest::skip(NO_GPU))
     CHECK(checks[DEVICE_GPU].prior_mass == doctest::Approx(checks[DEVICE_CPU].prior_mass).epsilon(1e-3));
 }
 
+// The first B training examples of a task, spread over its training set.
+static void task_batch(const Task& task, int B, std::vector<int>& tokens, std::vector<float>& y) {
+    tokens.resize((size_t)B * task.seq_len);
+    y.resize(B);
+    for (int b = 0; b < B; b++) task.train_example(b * 37, &tokens[b * task.seq_len], &y[b]);
+}
+
+// Three AdamW steps of model config c from the weights `init` on one device, on one batch:
+// returns the last loss, and the parameters after the steps in `params`.
+static float three_steps(const Config& c, Device dev, const std::vector<float>& init, const std::vector<int>& tokens,
+                         const std::vector<float>& y, std::vector<float>& params) {
+    const int B = (int)y.size();
+    Model model;
+    model_build(model, c, dev, B);
+    buffer_copy(model.params_mem, model.dev, init.data(), DEVICE_CPU, model.num_params);
+    float loss = 0;
+    for (int step = 0; step < 3; step++) {
+        loss = model_forward(model, tokens.data(), y.data(), B);
+        model_zero_grad(model);
+        model_backward(model, B);
+        model_update(model);
+    }
+    params.resize(model.num_params);
+    buffer_copy(params.data(), DEVICE_CPU, model.params_mem, model.dev, model.num_params);
+    model_free(model);
+    return loss;
+}
+
 // Three AdamW steps of the same model from the same weights on both devices.
 TEST_CASE("a whole training step on the GPU matches the CPU; two GPU runs are bit-identical" * doctest::skip(NO_GPU)) {
     BooleanTask task("cyclic3");
     Config c;
     c.V = 3; c.T = 16; c.C = 24; c.L = 2; c.NH = 3; c.HS = 8; c.MLP = 40; c.mask_heads = 3;
-    const int B = 32;
     std::vector<float> init(param_count(c));
     Rng rng(5);
     init_default(c, init.data(), rng);
     init_mask_from_structure(c, init.data(), Structure{1, c.T, task.structure()}, 1.5f);
-    std::vector<int> tokens((size_t)B * c.T);
-    std::vector<float> y(B);
-    for (int b = 0; b < B; b++) task.train_example(b * 37, &tokens[b * c.T], &y[b]);
-    std::vector<float> result[3];
-    float losses[3];
-    const Device devices[3] = {DEVICE_CPU, DEVICE_GPU, DEVICE_GPU};
-    for (int run = 0; run < 3; run++) {
-        Model model;
-        model_build(model, c, devices[run], B);
-        buffer_copy(model.params_mem, model.dev, init.data(), DEVICE_CPU, model.num_params);
-        for (int step = 0; step < 3; step++) {
-            losses[run] = model_forward(model, tokens.data(), y.data(), B);
-            model_zero_grad(model);
-            model_backward(model, B);
-            model_update(model);
-        }
-        result[run].resize(model.num_params);
-        buffer_copy(result[run].data(), DEVICE_CPU, model.params_mem, model.dev, model.num_params);
-        model_free(model);
-    }
-    CHECK(losses[1] == doctest::Approx(losses[0]).epsilon(1e-4));
-    expect_close("parameters after 3 steps", result[1], result[0], REDUCTION);
-    CHECK(memcmp(result[1].data(), result[2].data(), result[1].size() * sizeof(float)) == 0);
+    std::vector<int> tokens;
+    std::vector<float> y, cpu, gpu, gpu_again;
+    task_batch(task, 32, tokens, y);
+    float cpu_loss = three_steps(c, DEVICE_CPU, init, tokens, y, cpu);
+    float gpu_loss = three_steps(c, DEVICE_GPU, init, tokens, y, gpu);
+    three_steps(c, DEVICE_GPU, init, tokens, y, gpu_again);
+    CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-4));
+    expect_close("parameters after 3 steps", gpu, cpu, REDUCTION);
+    CHECK(memcmp(gpu.data(), gpu_again.data(), gpu.size() * sizeof(float)) == 0);
 }
 
 TEST_CASE("GPU embedding with scalar encoding, and the logistic loss, match the CPU" * doctest::skip(NO_GPU)) {
@@ -347,34 +360,21 @@ TEST_CASE("a training step with scalar encoding and logistic loss: GPU matches t
     c.encoding = ENCODING_SCALAR;
     c.token_value = task.token_values();
     c.loss = LOSS_LOGISTIC;
-    const int B = 32;
     std::vector<float> init(param_count(c));
     Rng rng(8);
     init_default(c, init.data(), rng);
     init_mask_from_structure(c, init.data(), Structure{1, c.T, task.structure()}, 1.5f);
-    std::vector<int> tokens((size_t)B * c.T);
-    std::vector<float> y(B);
-    for (int b = 0; b < B; b++) task.train_example(b * 37, &tokens[b * c.T], &y[b]);
-    std::vector<float> result[2];
-    float losses[2];
-    for (int run = 0; run < 2; run++) {
-        Model model;
-        model_build(model, c, run == 0 ? DEVICE_CPU : DEVICE_GPU, B);
-        buffer_copy(model.params_mem, model.dev, init.data(), DEVICE_CPU, model.num_params);
-        for (int step = 0; step < 3; step++) {
-            losses[run] = model_forward(model, tokens.data(), y.data(), B);
-            model_zero_grad(model);
-            model_backward(model, B);
-            model_update(model);
-        }
-        result[run].resize(model.num_params);
-        buffer_copy(result[run].data(), DEVICE_CPU, model.params_mem, model.dev, model.num_params);
-        ParamTensors p = param_bind(c, result[run].data());
+    std::vector<int> tokens;
+    std::vector<float> y, cpu, gpu;
+    task_batch(task, 32, tokens, y);
+    float cpu_loss = three_steps(c, DEVICE_CPU, init, tokens, y, cpu);
+    float gpu_loss = three_steps(c, DEVICE_GPU, init, tokens, y, gpu);
+    for (const std::vector<float>* params : {&cpu, &gpu}) {
+        ParamTensors p = param_bind(c, (float*)params->data());
         for (int i = 0; i < 2 * c.C; i++) CHECK(p.wte[i] == 0.0f);  // tokens 0 and 1: the bits
-        model_free(model);
     }
-    CHECK(losses[1] == doctest::Approx(losses[0]).epsilon(1e-4));
-    expect_close("parameters after 3 steps", result[1], result[0], REDUCTION);
+    CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-4));
+    expect_close("parameters after 3 steps", gpu, cpu, REDUCTION);
 }
 
 TEST_CASE("a short GPU training run on maj3 fits the seen domain" * doctest::skip(NO_GPU)) {
