@@ -32,9 +32,11 @@ TEST_CASE("every gradient matches PyTorch autograd") {
         cross_check("--task 2parity --init mask --causal --mask-c 1.5", "/tmp/maskprior_x4.safetensors");
     }
     SUBCASE("mask in the first layer only") {
-        cross_check("--task maj3 --init mask --prior-layers first --mask-c 1.5", "/tmp/maskprior_x7.safetensors");
+        cross_check("--task maj3 --init mask --prior-layers first --mask-c 1.5", "/tmp/maskprior_x11.safetensors");
     }
-    SUBCASE("qk-opt init") { cross_check("--task 2parity --init qk-opt --qk-opt-steps 50", "/tmp/maskprior_x8.safetensors"); }
+    SUBCASE("qk-opt init") {
+        cross_check("--task 2parity --init qk-opt --qk-opt-steps 50", "/tmp/maskprior_x12.safetensors");
+    }
     SUBCASE("causal, per-head mask") {
         cross_check("--task maj3 --init mask --causal --mask-per-head --mask-c 1.5 --layers 1",
                     "/tmp/maskprior_x5.safetensors");
@@ -49,21 +51,21 @@ TEST_CASE("every gradient matches PyTorch autograd") {
     }
 }
 
+// Dumps one batch with `args`, then corrupts each named tensor in turn: the check must fail.
+static void expect_cross_check_to_catch(const std::string& args, const std::string& file,
+                                        std::initializer_list<const char*> names) {
+    REQUIRE(run_command("./maskprior --device cpu --batch 16 " + args + " --dump-state " + file).exit_code == 0);
+    for (const char* name : names) {
+        CommandResult r = run_command(PYTHON + file + " --corrupt " + name);
+        CAPTURE(name);
+        CHECK(r.exit_code == 1);
+        CHECK(r.out.find("FAIL") != std::string::npos);
+    }
+}
+
 TEST_CASE("the PyTorch cross-check fails when a gradient is wrong") {
-    REQUIRE(run_command("./maskprior --device cpu --batch 16 --task maj3 --init mask --mask-c 1.5 "
-                        "--dump-state /tmp/maskprior_x6.safetensors").exit_code == 0);
-    for (const char* name : {"grad.h.1.attn.mask", "grad.wte", "loss"}) {
-        CommandResult r = run_command(PYTHON + "/tmp/maskprior_x6.safetensors --corrupt " + name);
-        CAPTURE(name);
-        CHECK(r.exit_code == 1);
-        CHECK(r.out.find("FAIL") != std::string::npos);
-    }
-    REQUIRE(run_command("./maskprior --device cpu --batch 16 --task maj3 --encoding scalar --loss logistic "
-                        "--dump-state /tmp/maskprior_x10.safetensors").exit_code == 0);
-    for (const char* name : {"grad.wval", "token_values", "loss"}) {
-        CommandResult r = run_command(PYTHON + "/tmp/maskprior_x10.safetensors --corrupt " + name);
-        CAPTURE(name);
-        CHECK(r.exit_code == 1);
-        CHECK(r.out.find("FAIL") != std::string::npos);
-    }
+    expect_cross_check_to_catch("--task maj3 --init mask --mask-c 1.5", "/tmp/maskprior_x6.safetensors",
+                                {"grad.h.1.attn.mask", "grad.wte", "loss"});
+    expect_cross_check_to_catch("--task maj3 --encoding scalar --loss logistic", "/tmp/maskprior_x10.safetensors",
+                                {"grad.wval", "token_values", "loss"});
 }
