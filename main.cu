@@ -276,7 +276,8 @@ int main(int argc, char** argv) {
     Structure G;
     if (opt.mask_structure.empty()) G = {1, cfg.T, task->structure()};
     else G = read_structure(opt.mask_structure, cfg.T, cfg.NH);
-    if (G.heads > 1 && cfg.mask_heads == 1) fail("%s has one G per head: add --mask-per-head", opt.mask_structure.c_str());
+    if (G.heads > 1 && cfg.mask_heads == 1)
+        fail("%s has one G per head: add --mask-per-head", opt.mask_structure.c_str());
 
     // initialisation (init.cuh): the default weights, then what the init changes. The
     // structured inits see the first attention's input on sample examples: the run's first

@@ -125,7 +125,8 @@ inline Options parse_options(int argc, char** argv) {
         if (i + 1 >= argc) fail("%s needs a value", flag.c_str());
         const char* value = argv[++i];
         if (flag == "--task") o.task = parse_choice(flag, value, {"2parity", "maj3", "cyclic3"});
-        else if (flag == "--init") o.init = parse_choice(flag, value, {"default", "mask", "qk-svd", "qk-opt", "mimetic"});
+        else if (flag == "--init")
+            o.init = parse_choice(flag, value, {"default", "mask", "qk-svd", "qk-opt", "mimetic"});
         else if (flag == "--device") o.device = parse_choice(flag, value, {"auto", "cpu", "cuda"});
         else if (flag == "--optimizer") o.optimizer = parse_choice(flag, value, {"adamw", "adam"});
         else if (flag == "--encoding") o.encoding = parse_choice(flag, value, {"token", "scalar"});

@@ -36,8 +36,13 @@ struct Heatmap {
 inline int heatmap_cell(int T) { return std::max(2, 256 / T); }
 constexpr int HEATMAP_GAP = 8;
 
-inline int heatmap_width(const Heatmap& h) { return h.grid_cols * (h.T * heatmap_cell(h.T) + HEATMAP_GAP) - HEATMAP_GAP; }
-inline int heatmap_height(const Heatmap& h) { return h.grid_rows * (h.T * heatmap_cell(h.T) + HEATMAP_GAP) - HEATMAP_GAP; }
+// the picture's size: panels of T·cell pixels with a gap between neighbours
+inline int heatmap_width(const Heatmap& h) {
+    return h.grid_cols * (h.T * heatmap_cell(h.T) + HEATMAP_GAP) - HEATMAP_GAP;
+}
+inline int heatmap_height(const Heatmap& h) {
+    return h.grid_rows * (h.T * heatmap_cell(h.T) + HEATMAP_GAP) - HEATMAP_GAP;
+}
 
 inline void write_heatmap(const std::string& path, const Heatmap& h) {
     const int cell = heatmap_cell(h.T), panel = h.T * cell + HEATMAP_GAP;
