@@ -69,3 +69,13 @@ TEST_CASE("the PyTorch cross-check fails when a gradient is wrong") {
     expect_cross_check_to_catch("--task maj3 --encoding scalar --loss logistic", "/tmp/maskprior_x10.safetensors",
                                 {"grad.wval", "token_values", "loss"});
 }
+
+// The benchmark scripts build their PyTorch model from torch_reference.py, so a change there
+// can break them; make test runs the small CPU check of the GPU benchmark (which drives
+// tools/bench.py's helpers too) and asserts only that it runs, not how fast.
+TEST_CASE("the benchmark scripts still run (tools/bench_gpu.py --device cpu --small)") {
+    CommandResult r = run_command(PYTHON_BIN + " tools/bench_gpu.py --device cpu --small");
+    CAPTURE(r.out);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("eager") != std::string::npos);
+}
