@@ -35,7 +35,7 @@ inline std::map<std::string, std::string> config_metadata(const Config& c) {
             {"vocab", std::to_string(c.V)},     {"out", std::to_string(c.OUT)},
             {"mask", mask},                     {"causal", c.causal ? "1" : "0"},
             {"mask_layers", c.mask_first_layer_only ? "first" : "all"},
-            {"head_type", c.head == HEAD_REGRESSION ? "regression" : "class"},
+            {"head_type", c.head == HEAD_REGRESSION ? "regression" : c.head == HEAD_CLASS ? "class" : "next_token"},
             {"encoding", c.encoding == ENCODING_SCALAR ? "scalar" : "token"},
             {"loss", c.loss == LOSS_LOGISTIC ? "logistic" : "mse"}};
 }
@@ -92,9 +92,11 @@ inline std::map<std::string, std::string> checkpoint_load(const std::string& pat
 }
 
 // After model_forward + model_backward on one batch: write what a reference needs to redo it.
+// tokens (rows,T); targets (rows) or, for the next-token head, (rows,T); loss_mask (rows,T) or
+// empty (every position counts).
 inline void dump_state(const std::string& path, const Model& model, const std::vector<int>& tokens,
-                       const std::vector<float>& targets, int rows, float loss,
-                       std::map<std::string, std::string> extra) {
+                       const std::vector<float>& targets, const std::vector<float>& loss_mask, int rows,
+                       float loss, std::map<std::string, std::string> extra) {
     StFile file;
     file.metadata = config_metadata(model.cfg);
     file.metadata.insert(extra.begin(), extra.end());
@@ -102,7 +104,9 @@ inline void dump_state(const std::string& path, const Model& model, const std::v
     add_tensors(file, model, download(model, model.grads_mem), "grad.");
     std::vector<float> inputs(tokens.begin(), tokens.end());  // token ids as float32
     file.add("batch.inputs", {rows, model.cfg.T}, inputs.data());
-    file.add("batch.targets", {rows}, targets.data());
+    if (model.cfg.head == HEAD_NEXT_TOKEN) file.add("batch.targets", {rows, model.cfg.T}, targets.data());
+    else file.add("batch.targets", {rows}, targets.data());
+    if (!loss_mask.empty()) file.add("batch.loss_mask", {rows, model.cfg.T}, loss_mask.data());
     file.add("loss", {1}, &loss);
     if (model.cfg.encoding == ENCODING_SCALAR) file.add("token_values", {model.cfg.V}, model.cfg.token_value.data());
     safetensors_write(path, file);

@@ -106,10 +106,9 @@ inline AttentionInputs first_attention_inputs(Model& model, const std::vector<in
     AttentionInputs E;
     E.N = N;
     E.x.resize((size_t)N * T * C);
-    std::vector<float> zeros(model.B, 0.0f);  // targets: the loss is not used
     for (int start = 0; start < N; start += model.B) {
         int rows = std::min(model.B, N - start);
-        model_forward(model, tokens.data() + (size_t)start * T, zeros.data(), rows);
+        model_forward(model, tokens.data() + (size_t)start * T, nullptr, rows);  // no loss
         buffer_copy(E.x.data() + (size_t)start * T * C, DEVICE_CPU, model_activations(model, rows).ln1, model.dev,
                     (size_t)rows * T * C);  // layer 0's slice comes first
     }
@@ -286,8 +285,8 @@ inline InitCheck init_check(Model& model, const std::vector<int>& tokens, int N,
     // tokens (N,T): sample examples; the first min(N, B) are used
     const Config& c = model.cfg;
     const int rows = std::min(N, model.B), T = c.T;
-    std::vector<float> zeros(rows, 0.0f), att((size_t)rows * c.NH * T * T), pattern(att.size());
-    model_forward(model, tokens.data(), zeros.data(), rows);
+    std::vector<float> att((size_t)rows * c.NH * T * T), pattern(att.size());
+    model_forward(model, tokens.data(), nullptr, rows);  // the attention only, no loss
     buffer_copy(att.data(), DEVICE_CPU, model_activations(model, rows).att, model.dev, att.size());  // layer 0
     InitCheck check;
     for (int h = 0; h < c.NH; h++) {

@@ -10,11 +10,25 @@
 #include "options.h"
 #include "persistence.cuh"
 #include "pictures.h"
+#include "tasks/arithmetic.h"
 #include "tasks/boolean.h"
+#include "tasks/decode.h"
 
-static std::unique_ptr<Task> make_task(const std::string& name) {
-    if (name == "2parity" || name == "maj3" || name == "cyclic3") return std::make_unique<BooleanTask>(name);
-    fail("unknown task '%s' (choose 2parity, maj3 or cyclic3)", name.c_str());
+// The task; a data file it cannot read is one line on stderr and exit code 2.
+static std::unique_ptr<Task> make_task(const Options& opt) {
+    if (opt.task == "2parity" || opt.task == "maj3" || opt.task == "cyclic3")
+        return std::make_unique<BooleanTask>(opt.task);
+    ArithmeticData data;
+    data.data_frac = opt.data_frac > 0 || !opt.train_file.empty() ? opt.data_frac : opt.task == "add3" ? 0.004 : 0.03;
+    data.train_file = opt.train_file;
+    data.test_file = opt.test_file;
+    data.max_test = opt.max_test;
+    data.seed = opt.seed;
+    try {
+        return std::make_unique<ArithmeticTask>(opt.task, data);
+    } catch (const std::exception& e) {
+        fail("%s", e.what());
+    }
 }
 
 // G from a text file: T*T numbers (one G for every head) or NH*T*T (one per head), each 0 or 1,
@@ -85,18 +99,36 @@ static std::string format_duration(double seconds) {
 // batches
 
 struct Batch {
-    std::vector<int> tokens;     // (rows, T)
-    std::vector<float> targets;  // (rows)
+    std::vector<int> tokens;       // (rows, T)
+    std::vector<float> targets;    // (rows, targets_per_example): one, or the next token at every position
+    std::vector<float> loss_mask;  // (rows, T) next-token tasks: 1 where the loss counts; empty otherwise
     int rows = 0;
+
+    // room for B rows; `positions` (T) is the loss mask of one example (empty: no mask)
+    void shape(const Task& task, int B, const std::vector<float>& positions) {
+        rows = B;
+        tokens.resize((size_t)B * task.seq_len);
+        targets.resize((size_t)B * task.targets_per_example());
+        loss_mask.clear();
+        for (int b = 0; b < B && !positions.empty(); b++)
+            loss_mask.insert(loss_mask.end(), positions.begin(), positions.end());
+    }
+    const float* mask() const { return loss_mask.empty() ? nullptr : loss_mask.data(); }
 };
 
 // The training batch of step `step`: examples step*B .. step*B+B-1 of the seeded epoch order.
-static void training_batch(const Task& task, EpochOrder& order, int64_t step, int B, Batch& batch) {
-    batch.rows = B;
-    batch.tokens.resize((size_t)B * task.seq_len);
-    batch.targets.resize(B);
-    for (int b = 0; b < B; b++)
-        task.train_example(order.example(step * B + b), &batch.tokens[(size_t)b * task.seq_len], &batch.targets[b]);
+static void training_batch(const Task& task, EpochOrder& order, int64_t step, Batch& batch) {
+    const int P = task.targets_per_example();
+    for (int b = 0; b < batch.rows; b++)
+        task.train_example(order.example(step * batch.rows + b), &batch.tokens[(size_t)b * task.seq_len],
+                           &batch.targets[(size_t)b * P]);
+}
+
+// The loss mask of one example: the task's answer positions, or every position (--loss-on all).
+static std::vector<float> loss_positions(const Task& task, const std::string& loss_on) {
+    if (!task.next_token) return {};
+    if (loss_on == "all") return std::vector<float>(task.seq_len, 1.0f);
+    return task.loss_positions();
 }
 
 // ----------------------------------------------------------------------------
@@ -111,30 +143,47 @@ struct Evaluation {
     double loss = 0;
 };
 
-static Evaluation evaluate(Model& model, const Task& task, const Structure& G, const PersistenceReference& ref) {
+// Next-token tasks are scored on their greedy decoding (tasks/decode.h): the model writes its
+// answer token by token from the prompt alone; loss and attention come from the teacher-forced
+// pass on the true sequence, as in training.
+static Evaluation evaluate(Model& model, const Task& task, const Structure& G, const PersistenceReference& ref,
+                           const std::vector<float>& positions) {
     const Config& c = model.cfg;
-    const int n = task.eval_size();
+    const int n = task.eval_size(), P = task.targets_per_example();
     const size_t TT = (size_t)c.T * c.T;
-    std::vector<float> outputs((size_t)n * c.OUT);
+    const std::vector<int> decode_at = task.decode_positions();
+    const int per_example = task.next_token ? (int)decode_at.size() : c.OUT;
+    std::vector<float> outputs((size_t)n * per_example);
     std::vector<float> att((size_t)model.B * c.NH * TT);
     Evaluation ev;
     ev.prior_mass.assign(c.L, 0.0);
     std::vector<double> attention_sum(c.L * c.NH * TT, 0.0);
     Batch batch;
-    batch.tokens.resize((size_t)model.B * c.T);
-    batch.targets.resize(model.B);
+    batch.shape(task, model.B, positions);
     for (int start = 0; start < n; start += model.B) {
         int rows = std::min(model.B, n - start);
         for (int r = 0; r < rows; r++)
-            task.eval_example(start + r, &batch.tokens[(size_t)r * c.T], &batch.targets[r]);
-        ev.loss += model_forward(model, batch.tokens.data(), batch.targets.data(), rows) * rows;
+            task.eval_example(start + r, &batch.tokens[(size_t)r * c.T], &batch.targets[(size_t)r * P]);
+        ev.loss += model_forward(model, batch.tokens.data(), batch.targets.data(), rows, batch.mask()) * rows;
         Activations a = model_activations(model, rows);
-        buffer_copy(outputs.data() + (size_t)start * c.OUT, DEVICE_CPU, a.logits, model.dev, (size_t)rows * c.OUT);
+        if (!task.next_token)
+            buffer_copy(outputs.data() + (size_t)start * c.OUT, DEVICE_CPU, a.logits, model.dev, (size_t)rows * c.OUT);
         for (int l = 0; l < c.L; l++) {
             size_t per_layer = (size_t)rows * c.NH * TT;
             buffer_copy(att.data(), DEVICE_CPU, a.att + l * per_layer, model.dev, per_layer);
             ev.prior_mass[l] += attention_prior_mass(att.data(), G, rows, c.NH, c.T) * rows;
             for (size_t k = 0; k < per_layer; k++) attention_sum[l * c.NH * TT + k % (c.NH * TT)] += att[k];
+        }
+        if (task.next_token) {
+            auto next_logits = [&](const int* tokens, int r, std::vector<float>& logits) {
+                model_forward(model, tokens, nullptr, r);
+                logits.resize((size_t)r * c.T * c.V);
+                buffer_copy(logits.data(), DEVICE_CPU, model_activations(model, r).logits, model.dev, logits.size());
+            };
+            std::vector<int> decoded;
+            // blank token 0: under causal attention an input is decoded before any position reads it
+            greedy_decode(next_logits, batch.tokens.data(), rows, c.T, c.V, decode_at, 0, decoded);
+            for (size_t k = 0; k < decoded.size(); k++) outputs[(size_t)start * per_example + k] = (float)decoded[k];
         }
     }
     for (double& m : ev.prior_mass) m /= n;
@@ -181,6 +230,26 @@ static void print_evaluation(int step, const Evaluation& ev) {
     fflush(stdout);
 }
 
+// G drawn in text for one example, rows and columns labelled with its tokens, so that a reader
+// can check by eye which key each query may attend to (head 0's G when there is one per head).
+static void print_structure(const Structure& G, const Task& task, const int* tokens) {
+    // tokens (T): one example
+    const int T = G.T;
+    std::vector<std::string> label(T);
+    size_t width = 1;
+    for (int t = 0; t < T; t++) width = std::max(width, (label[t] = task.token_text(tokens[t])).size());
+    printf("G on a sample row (row: the query, column: the key, '#': G allows it%s)\n",
+           G.heads > 1 ? "; head 0" : "");
+    printf("%*s", (int)width + 1, "");
+    for (int j = 0; j < T; j++) printf(" %*s", (int)width, label[j].c_str());
+    printf("\n");
+    for (int i = 0; i < T; i++) {
+        printf("%*s ", (int)width + 1, label[i].c_str());
+        for (int j = 0; j < T; j++) printf(" %*s", (int)width, G.head(0)[i * T + j] != 0 ? "#" : ".");
+        printf("\n");
+    }
+}
+
 // The pictures of one moment of the run (tag: step0 or final): each layer's mean attention
 // map and, where there is a mask, log σ(M); rows are layers, columns heads.
 static void write_pictures(const std::string& dir, const std::string& tag, const Model& model, const Evaluation& ev) {
@@ -214,7 +283,7 @@ static void write_pictures(const std::string& dir, const std::string& tag, const
 
 int main(int argc, char** argv) {
     Options opt = parse_options(argc, argv);
-    std::unique_ptr<Task> task = make_task(opt.task);
+    std::unique_ptr<Task> task = make_task(opt);
 
     // device
     int gpus = gpu_count();
@@ -234,10 +303,10 @@ int main(int argc, char** argv) {
     cfg.HS = opt.head_size;
     cfg.MLP = opt.mlp;
     cfg.OUT = task->outputs;
-    cfg.head = task->outputs == 1 ? HEAD_REGRESSION : HEAD_CLASS;
+    cfg.head = task->next_token ? HEAD_NEXT_TOKEN : task->outputs == 1 ? HEAD_REGRESSION : HEAD_CLASS;
     cfg.mask_heads = opt.init == "mask" ? (opt.mask_per_head ? cfg.NH : 1) : 0;
     cfg.mask_first_layer_only = opt.prior_layers == "first";
-    cfg.causal = opt.causal;
+    cfg.causal = opt.causal || task->next_token;  // a language model sees only the past
     if (opt.encoding == "scalar") {
         cfg.encoding = ENCODING_SCALAR;
         cfg.token_value = task->token_values();
@@ -249,7 +318,7 @@ int main(int argc, char** argv) {
         if (cfg.head != HEAD_REGRESSION)
             fail("--loss logistic needs a regression head; task %s has %d classes", opt.task.c_str(), cfg.OUT);
         std::vector<int> tokens(task->seq_len);
-        float y;
+        float y;  // one target: the head is a regression head
         for (int i = 0; i < task->train_size(); i++) {
             task->train_example(i, tokens.data(), &y);
             if (y != 1.0f && y != -1.0f)
@@ -287,9 +356,9 @@ int main(int argc, char** argv) {
     std::vector<int> sample_tokens((size_t)samples * cfg.T);
     {
         EpochOrder first_epoch(opt.seed, train_n);
-        float target;
+        std::vector<float> targets(task->targets_per_example());
         for (int k = 0; k < samples; k++)
-            task->train_example(first_epoch.example(k), &sample_tokens[(size_t)k * cfg.T], &target);
+            task->train_example(first_epoch.example(k), &sample_tokens[(size_t)k * cfg.T], targets.data());
     }
     std::vector<float> host(model.num_params);
     Rng rng(opt.seed);
@@ -326,14 +395,16 @@ int main(int argc, char** argv) {
     }
 
     EpochOrder order(opt.seed, train_n);
+    const std::vector<float> positions = loss_positions(*task, opt.loss_on);  // (T) or empty
     Batch batch;
+    batch.shape(*task, B, positions);
     if (!opt.dump_state.empty()) {  // one forward/backward on the first batch, written out, then stop
-        training_batch(*task, order, start_step, B, batch);
-        float loss = model_forward(model, batch.tokens.data(), batch.targets.data(), B);
+        training_batch(*task, order, start_step, batch);
+        float loss = model_forward(model, batch.tokens.data(), batch.targets.data(), B, batch.mask());
         model_zero_grad(model);
         model_backward(model, B);
         run_meta["step"] = std::to_string(start_step);
-        dump_state(opt.dump_state, model, batch.tokens, batch.targets, B, loss, run_meta);
+        dump_state(opt.dump_state, model, batch.tokens, batch.targets, batch.loss_mask, B, loss, run_meta);
         printf("wrote %s (loss %.6f)\n", opt.dump_state.c_str(), loss);
         return 0;
     }
@@ -351,6 +422,9 @@ int main(int argc, char** argv) {
     const std::string rule = "+------------------+------------------------------------------------------+";
     puts(rule.c_str());
     row("task", fmt("%s (train %d, eval %d)", opt.task.c_str(), train_n, task->eval_size()));
+    if (!task->describe().empty()) row("", task->describe());
+    if (task->next_token)
+        row("loss on", opt.loss_on == "all" ? "every position" : "the answer tokens; greedy decoding at eval");
     const bool structured = opt.init == "mask" || opt.init == "qk-svd" || opt.init == "qk-opt";
     row("init", fmt("%s%s%s%s", opt.init.c_str(), mask_kind, structured ? fmt(", c = %g", opt.mask_c).c_str() : "",
                     structured && prior_layers == 1 ? ", layer 0 only" : ""));
@@ -362,7 +436,8 @@ int main(int argc, char** argv) {
     row("model", fmt("C %d L %d NH %d HS %d MLP %d T %d%s", cfg.C, cfg.L, cfg.NH, cfg.HS, cfg.MLP, cfg.T,
                      cfg.causal ? " causal" : ""));
     row("parameters", fmt("%zu", model.num_params));
-    row("encoding, loss", fmt("%s, %s", opt.encoding.c_str(), opt.loss.c_str()));
+    const std::string loss_name = cfg.head == HEAD_REGRESSION ? opt.loss : "cross-entropy";
+    row("encoding, loss", fmt("%s, %s", opt.encoding.c_str(), loss_name.c_str()));
     row("optimizer", fmt("%s lr %g wd %g mask wd %g", opt.optimizer == "adamw" ? "AdamW" : "Adam+L2", opt.lr,
                          opt.wd, opt.mask_wd));
     row("batch, steps", fmt("%d, %lld (from %lld)", B, (long long)steps, (long long)start_step));
@@ -371,6 +446,7 @@ int main(int argc, char** argv) {
                       2.0 * model.num_acts * sizeof(float) / 1e6));
     row("run folder", out_dir);
     puts(rule.c_str());
+    if (start_step == 0) print_structure(G, *task, sample_tokens.data());
     fflush(stdout);
 
     // training
@@ -382,11 +458,11 @@ int main(int argc, char** argv) {
     Evaluation ev;
     if (start_step == 0) {
         // the gradient of the first batch, so that step 0 reports gradient norms too
-        training_batch(*task, order, 0, B, batch);
-        model_forward(model, batch.tokens.data(), batch.targets.data(), B);
+        training_batch(*task, order, 0, batch);
+        model_forward(model, batch.tokens.data(), batch.targets.data(), B, batch.mask());
         model_zero_grad(model);
         model_backward(model, B);
-        ev = evaluate(model, *task, G, reference);
+        ev = evaluate(model, *task, G, reference, positions);
         print_evaluation(0, ev);
         nlohmann::ordered_json j = {{"step", 0}, {"loss", nullptr}};
         j.update(evaluation_json(ev));
@@ -402,8 +478,8 @@ int main(int argc, char** argv) {
         t_window = now_seconds();
     }
     for (int64_t step = start_step; step < steps; step++) {
-        training_batch(*task, order, step, B, batch);
-        loss = model_forward(model, batch.tokens.data(), batch.targets.data(), B);
+        training_batch(*task, order, step, batch);
+        loss = model_forward(model, batch.tokens.data(), batch.targets.data(), B, batch.mask());
         if (!std::isfinite(loss)) fail("the loss became %f at step %lld: lower --lr?", loss, (long long)step);
         model_zero_grad(model);
         model_backward(model, B);
@@ -420,7 +496,7 @@ int main(int argc, char** argv) {
             window_steps = 0;
         }
         if (done % eval_every == 0 || done == steps) {
-            ev = evaluate(model, *task, G, reference);
+            ev = evaluate(model, *task, G, reference, positions);
             print_evaluation((int)done, ev);
             nlohmann::ordered_json j = {{"step", done}, {"loss", loss}};
             j.update(evaluation_json(ev));
@@ -430,7 +506,7 @@ int main(int argc, char** argv) {
         }
     }
     if (start_step == steps) {  // resumed a finished run: nothing trained, evaluate what is there
-        ev = evaluate(model, *task, G, reference);
+        ev = evaluate(model, *task, G, reference, positions);
         print_evaluation((int)steps, ev);
     }
     double seconds = now_seconds() - t_start;
@@ -440,9 +516,10 @@ int main(int argc, char** argv) {
     checkpoint_save(save_path, model, run_meta);
 
     nlohmann::ordered_json metrics = {{"task", opt.task}, {"init", opt.init}, {"seed", opt.seed}, {"optimizer", opt.optimizer},
-                                      {"encoding", opt.encoding}, {"loss", opt.loss},
+                                      {"encoding", opt.encoding}, {"loss", loss_name},
                                       {"steps", steps},   {"device", device_name(dev)}, {"seconds", seconds},
-                                      {"final_loss", loss}};
+                                      {"final_loss", loss}, {"train_examples", train_n},
+                                      {"eval_examples", task->eval_size()}};
     metrics.update(evaluation_json(ev));
     std::string metrics_path = out_dir + "/metrics.json", tmp = metrics_path + ".tmp";
     {

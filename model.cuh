@@ -10,13 +10,16 @@
 //     x += mlp_proj(gelu(mlp_fc(ln2(x))))
 //   y = head(ln_f(x[:, p]))  p = 0 (CLS); causal: p = T-1    (B,OUT)
 //   loss = MSE(y, target) or logistic(y, ±1 label) (regression), cross-entropy(y, class)
+// The next-token head (a causal language model) reads every position instead:
+//   y = head(ln_f(x))                                       (B,T,V)
+//   loss = sum_{b,t} w_bt CE(y_bt, next token_bt) / sum w_bt  w: the loss mask (the answer)
 #pragma once
 #include <string>
 #include <vector>
 #include "attention.cuh"
 #include "layers.cuh"
 
-enum HeadType { HEAD_REGRESSION = 0, HEAD_CLASS = 1 };
+enum HeadType { HEAD_REGRESSION = 0, HEAD_CLASS = 1, HEAD_NEXT_TOKEN = 2 };
 enum Encoding { ENCODING_TOKEN = 0, ENCODING_SCALAR = 1 };  // see layers.cuh, scalar embedding
 enum LossType { LOSS_MSE = 0, LOSS_LOGISTIC = 1 };          // of the regression head
 
@@ -28,7 +31,7 @@ struct Config {
     int NH = 2;     // heads
     int HS = 16;    // head size, independent of C; attention works in NH*HS dims
     int MLP = 32;   // MLP hidden size
-    int OUT = 1;    // head outputs: 1 (regression) or the number of classes
+    int OUT = 1;    // head outputs: 1 (regression), the number of classes, or V (next token)
     int mask_heads = 0;  // 0: no mask, 1: one M per layer shared by heads, NH: one per head
     bool mask_first_layer_only = false;  // the mask in layer 0 only; the other layers have none
     bool causal = false;
@@ -41,6 +44,8 @@ struct Config {
     // the position the head reads: CLS, or under causal attention the last position, the
     // only one that sees the whole sequence
     int head_position() const { return causal ? T - 1 : 0; }
+    // rows of the head per example: one, or every position for the next-token head
+    int head_rows() const { return head == HEAD_NEXT_TOKEN ? T : 1; }
     bool layer_has_mask(int l) const { return mask_heads > 0 && (l == 0 || !mask_first_layer_only); }
     int mask_layers() const { return mask_heads == 0 ? 0 : mask_first_layer_only ? 1 : L; }
 };
@@ -161,26 +166,27 @@ struct Activations {
     float* fch_gelu;   // (L,B,T,MLP)
     float* fcproj;     // (L,B,T,C)
     float* residual3;  // (L,B,T,C)  x after the whole block
-    float* cls;        // (B,C)  x[:, head_position] after the last block
-    float* lnf;        // (B,C)
-    float* lnf_mean;   // (B)
-    float* lnf_rstd;   // (B)
-    float* logits;     // (B,OUT)
-    float* probs;      // (B,OUT)  softmax, classification only
-    float* losses;     // (B)
+    // the head's rows R = B·head_rows(): one per example, or (next token) every position
+    float* cls;        // (B,C)  x[:, head_position] after the last block; unused by next token
+    float* lnf;        // (R,C)
+    float* lnf_mean;   // (R)
+    float* lnf_rstd;   // (R)
+    float* logits;     // (R,OUT)
+    float* probs;      // (R,OUT)  softmax, classification and next token
+    float* losses;     // (R)
 };
 
 inline size_t activations_bind(const Config& c, int B, Activations* a, float* base) {
-    size_t BT = (size_t)B * c.T, L = c.L;
+    size_t BT = (size_t)B * c.T, L = c.L, R = (size_t)B * c.head_rows();
     std::vector<std::pair<float**, size_t>> sizes = {
         {&a->encoded, BT * c.C},       {&a->ln1, L * BT * c.C},        {&a->ln1_mean, L * BT},
         {&a->ln1_rstd, L * BT},        {&a->qkv, L * BT * c.QKV()},    {&a->att, L * B * c.NH * c.T * c.T},
         {&a->atty, L * BT * c.AH()},   {&a->attproj, L * BT * c.C},    {&a->residual2, L * BT * c.C},
         {&a->ln2, L * BT * c.C},       {&a->ln2_mean, L * BT},         {&a->ln2_rstd, L * BT},
         {&a->fch, L * BT * c.MLP},     {&a->fch_gelu, L * BT * c.MLP}, {&a->fcproj, L * BT * c.C},
-        {&a->residual3, L * BT * c.C}, {&a->cls, (size_t)B * c.C},     {&a->lnf, (size_t)B * c.C},
-        {&a->lnf_mean, (size_t)B},     {&a->lnf_rstd, (size_t)B},      {&a->logits, (size_t)B * c.OUT},
-        {&a->probs, (size_t)B * c.OUT}, {&a->losses, (size_t)B},
+        {&a->residual3, L * BT * c.C}, {&a->cls, (size_t)B * c.C},     {&a->lnf, R * c.C},
+        {&a->lnf_mean, R},             {&a->lnf_rstd, R},              {&a->logits, R * c.OUT},
+        {&a->probs, R * c.OUT},        {&a->losses, R},
     };
     size_t total = 0;
     for (auto& [ptr, n] : sizes) {
@@ -201,10 +207,13 @@ struct Model {
     size_t num_params, num_acts;
     float *params_mem, *grads_mem, *m_mem, *v_mem, *acts_mem, *dacts_mem;
     ParamTensors params, grads, m, v;
-    int* tokens;     // (B,T) on dev
-    float* targets;  // (B) on dev
+    int* tokens;        // (B,T) on dev
+    float* targets;     // (B·head_rows) on dev: a value, a class, or the next token at each position
+    float* loss_mask;   // (B·T) on dev, next-token head only: 1 where a position counts in the loss
+    bool loss_masked;   // whether the last forward pass weighted its rows by loss_mask
+    float loss_count;   // the counted rows of the last forward pass: the loss's denominator
     float* token_value;  // (V) on dev: cfg.token_value; nullptr under token encoding
-    std::vector<float> losses_host;  // (B)
+    std::vector<float> losses_host;  // (B·head_rows)
     AdamWSettings adam;
     float weight_decay = 1e-3f, mask_weight_decay = 0.0f;
     int adam_t = 0;  // optimizer steps taken
@@ -232,32 +241,29 @@ inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
     model.dacts_mem = buffer_alloc(dev, model.num_acts);
     buffer_zero(dev, model.acts_mem, model.num_acts);
     buffer_zero(dev, model.dacts_mem, model.num_acts);
-    if (dev == DEVICE_GPU) {
-        cudaCheck(cudaMalloc(&model.tokens, (size_t)B * cfg.T * sizeof(int)));
-        cudaCheck(cudaMalloc(&model.targets, (size_t)B * sizeof(float)));
-    } else {
-        model.tokens = (int*)malloc((size_t)B * cfg.T * sizeof(int));
-        model.targets = (float*)malloc((size_t)B * sizeof(float));
-    }
+    const size_t R = (size_t)B * cfg.head_rows();
+    if (dev == DEVICE_GPU) cudaCheck(cudaMalloc(&model.tokens, (size_t)B * cfg.T * sizeof(int)));
+    else model.tokens = (int*)malloc((size_t)B * cfg.T * sizeof(int));
+    model.targets = buffer_alloc(dev, R);
+    model.loss_mask = cfg.head == HEAD_NEXT_TOKEN ? buffer_alloc(dev, R) : nullptr;
+    model.loss_masked = false;
+    model.loss_count = 0;
     model.token_value = nullptr;
     if (cfg.encoding == ENCODING_SCALAR) {
         model.token_value = buffer_alloc(dev, cfg.V);
         buffer_copy(model.token_value, dev, cfg.token_value.data(), DEVICE_CPU, cfg.V);
     }
-    model.losses_host.assign(B, 0.0f);
+    model.losses_host.assign(R, 0.0f);
 }
 
 inline void model_free(Model& model) {
-    for (float* p : {model.params_mem, model.grads_mem, model.m_mem, model.v_mem, model.acts_mem, model.dacts_mem})
+    for (float* p : {model.params_mem, model.grads_mem, model.m_mem, model.v_mem, model.acts_mem, model.dacts_mem,
+                     model.targets})
         buffer_free(model.dev, p);
     if (model.token_value) buffer_free(model.dev, model.token_value);
-    if (model.dev == DEVICE_GPU) {
-        cudaCheck(cudaFree(model.tokens));
-        cudaCheck(cudaFree(model.targets));
-    } else {
-        free(model.tokens);
-        free(model.targets);
-    }
+    if (model.loss_mask) buffer_free(model.dev, model.loss_mask);
+    if (model.dev == DEVICE_GPU) cudaCheck(cudaFree(model.tokens));
+    else free(model.tokens);
 }
 
 // The activations of the last forward pass on `rows` examples (the layout depends on rows).
@@ -272,20 +278,18 @@ inline AttentionShape model_attention_shape(const Config& c, int B, int l) {
     return {B, c.T, c.NH, c.HS, c.layer_has_mask(l) ? c.mask_heads : 0, c.causal};
 }
 
-// Forward pass on `rows` <= model.B examples: tokens (rows,T) and targets (rows), host memory.
-// Leaves the outputs in model_activations(model, rows).logits and returns the mean loss.
-inline float model_forward(Model& model, const int* tokens, const float* targets, int rows) {
+// Forward pass on `rows` <= model.B examples, host memory: tokens (rows,T), targets
+// (rows·head_rows), and for the next-token head loss_mask (rows·T) of 0/1 (nullptr: every
+// position counts). Leaves the outputs in model_activations(model, rows).logits and returns
+// the mean loss over the counted rows. targets = nullptr: the outputs only, no loss (returns 0).
+inline float model_forward(Model& model, const int* tokens, const float* targets, int rows,
+                           const float* loss_mask = nullptr) {
     const Config& c = model.cfg;
     const Device dev = model.dev;
-    const int B = rows, T = c.T, C = c.C, BT = B * T;
+    const int B = rows, T = c.T, C = c.C, BT = B * T, R = B * c.head_rows();
     Activations a = model_activations(model, B);
-    if (dev == DEVICE_GPU) {
-        cudaCheck(cudaMemcpy(model.tokens, tokens, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice));
-        cudaCheck(cudaMemcpy(model.targets, targets, (size_t)B * sizeof(float), cudaMemcpyHostToDevice));
-    } else {
-        memcpy(model.tokens, tokens, (size_t)BT * sizeof(int));
-        memcpy(model.targets, targets, (size_t)B * sizeof(float));
-    }
+    if (dev == DEVICE_GPU) cudaCheck(cudaMemcpy(model.tokens, tokens, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice));
+    else memcpy(model.tokens, tokens, (size_t)BT * sizeof(int));
     const ParamTensors& p = model.params;
     if (c.encoding == ENCODING_SCALAR)
         scalar_embedding_forward(dev, a.encoded, model.tokens, model.token_value, p.wte, p.wval, p.wpe, B, T, C);
@@ -312,17 +316,36 @@ inline float model_forward(Model& model, const int* tokens, const float* targets
         matmul_forward(dev, a.fcproj + lc, fch_gelu, p.fcprojw + (size_t)l * C * c.MLP, p.fcprojb + l * C, BT, c.MLP, C);
         residual_forward(dev, a.residual3 + lc, a.residual2 + lc, a.fcproj + lc, (size_t)BT * C);
     }
-    pick_position_forward(dev, a.cls, a.residual3 + (size_t)(c.L - 1) * BT * C, B, T, C, c.head_position());
-    layernorm_forward(dev, a.lnf, a.lnf_mean, a.lnf_rstd, a.cls, p.lnfw, p.lnfb, B, C);
-    matmul_forward(dev, a.logits, a.lnf, p.headw, p.headb, B, C, c.OUT);
-    if (c.head == HEAD_CLASS) crossentropy_forward(dev, a.losses, a.probs, a.logits, model.targets, nullptr, B, c.OUT);
+    // the head's input: the summary position, or (next token) the whole last residual stream
+    float* x_last = a.residual3 + (size_t)(c.L - 1) * BT * C;  // (B,T,C)
+    const float* head_in = x_last;
+    if (c.head != HEAD_NEXT_TOKEN) {
+        pick_position_forward(dev, a.cls, x_last, B, T, C, c.head_position());
+        head_in = a.cls;
+    }
+    layernorm_forward(dev, a.lnf, a.lnf_mean, a.lnf_rstd, head_in, p.lnfw, p.lnfb, R, C);
+    matmul_forward(dev, a.logits, a.lnf, p.headw, p.headb, R, C, c.OUT);
+    if (!targets) return 0;
+
+    buffer_copy(model.targets, dev, targets, DEVICE_CPU, R);
+    model.loss_masked = c.head == HEAD_NEXT_TOKEN && loss_mask;
+    const float* row_weight = model.loss_masked ? model.loss_mask : nullptr;
+    model.loss_count = (float)R;
+    if (model.loss_masked) {
+        buffer_copy(model.loss_mask, dev, loss_mask, DEVICE_CPU, R);
+        model.loss_count = 0;
+        for (int r = 0; r < R; r++) model.loss_count += loss_mask[r];
+        if (model.loss_count == 0) fail("the loss mask counts no position");
+    }
+    if (c.head != HEAD_REGRESSION)
+        crossentropy_forward(dev, a.losses, a.probs, a.logits, model.targets, row_weight, R, c.OUT);
     else if (c.loss == LOSS_LOGISTIC) logistic_forward(dev, a.losses, a.logits, model.targets, B);
     else mse_forward(dev, a.losses, a.logits, model.targets, B);
 
-    buffer_copy(model.losses_host.data(), DEVICE_CPU, a.losses, dev, B);
+    buffer_copy(model.losses_host.data(), DEVICE_CPU, a.losses, dev, R);
     double sum = 0;
-    for (int b = 0; b < B; b++) sum += model.losses_host[b];  // fixed order: reproducible
-    return (float)(sum / B);
+    for (int r = 0; r < R; r++) sum += model.losses_host[r];  // fixed order: reproducible
+    return (float)(sum / model.loss_count);
 }
 
 inline void model_zero_grad(Model& model) {
@@ -330,22 +353,28 @@ inline void model_zero_grad(Model& model) {
     buffer_zero(model.dev, model.dacts_mem, model.num_acts);
 }
 
-// Backward pass of the last model_forward (same rows); accumulates into model.grads.
+// Backward pass of the last model_forward (same rows, with targets); accumulates into model.grads.
 inline void model_backward(Model& model, int rows) {
     const Config& c = model.cfg;
     const Device dev = model.dev;
-    const int B = rows, T = c.T, C = c.C, BT = B * T;
+    const int B = rows, T = c.T, C = c.C, BT = B * T, R = B * c.head_rows();
     Activations a = model_activations(model, B), d;
     activations_bind(c, B, &d, model.dacts_mem);
     const ParamTensors& p = model.params;
     const ParamTensors& g = model.grads;
 
-    if (c.head == HEAD_CLASS) crossentropy_backward(dev, d.logits, a.probs, model.targets, nullptr, (float)B, B, c.OUT);
-    else if (c.loss == LOSS_LOGISTIC) logistic_backward(dev, d.logits, a.logits, model.targets, B);
+    const bool next_token = c.head == HEAD_NEXT_TOKEN;
+    if (c.head != HEAD_REGRESSION) {
+        const float* row_weight = model.loss_masked ? model.loss_mask : nullptr;
+        crossentropy_backward(dev, d.logits, a.probs, model.targets, row_weight, model.loss_count, R, c.OUT);
+    } else if (c.loss == LOSS_LOGISTIC) logistic_backward(dev, d.logits, a.logits, model.targets, B);
     else mse_backward(dev, d.logits, a.logits, model.targets, B);
-    matmul_backward(dev, d.lnf, g.headw, g.headb, d.logits, a.lnf, p.headw, B, C, c.OUT);
-    layernorm_backward(dev, d.cls, g.lnfw, g.lnfb, d.lnf, a.cls, p.lnfw, a.lnf_mean, a.lnf_rstd, B, C);
-    pick_position_backward(dev, d.residual3 + (size_t)(c.L - 1) * BT * C, d.cls, B, T, C, c.head_position());
+    matmul_backward(dev, d.lnf, g.headw, g.headb, d.logits, a.lnf, p.headw, R, C, c.OUT);
+    float* x_last = a.residual3 + (size_t)(c.L - 1) * BT * C;   // (B,T,C)
+    float* dx_last = d.residual3 + (size_t)(c.L - 1) * BT * C;  // (B,T,C)
+    layernorm_backward(dev, next_token ? dx_last : d.cls, g.lnfw, g.lnfb, d.lnf, next_token ? x_last : a.cls, p.lnfw,
+                       a.lnf_mean, a.lnf_rstd, R, C);
+    if (!next_token) pick_position_backward(dev, dx_last, d.cls, B, T, C, c.head_position());
     for (int l = c.L - 1; l >= 0; l--) {
         size_t lc = (size_t)l * BT * C;
         const float* x = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * BT * C;

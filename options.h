@@ -13,6 +13,9 @@ struct Options {
     std::string device = "auto";
     std::string optimizer = "adamw";
     std::string encoding = "token", loss = "mse";
+    double data_frac = 0;  // arithmetic: 0 means the task's reference point (add3 0.004, mul2 0.03)
+    std::string train_file, test_file, loss_on = "answer";
+    int max_test = 10000;
     uint64_t seed = 1;
     int64_t steps = 1500;
     double epochs = 0;  // > 0: overrides --steps with ceil(epochs * train_size / batch)
@@ -31,7 +34,8 @@ static const char* USAGE = R"(usage: maskprior [flags]
 Trains a small transformer whose attention carries a learnable mask log σ(M).
 
 task and init
-  --task NAME         2parity | maj3 | cyclic3                          (maj3)
+  --task NAME         2parity | maj3 | cyclic3 (Boolean, DESIGN.md 4.1) |
+                      add3 | mul2 (arithmetic, a causal decoder, 4.2)   (maj3)
   --init NAME         default (no mask) | mask (M = ±c from the task's G) |
                       qk-svd | qk-opt (the same prior in Wq, Wk; no mask) |
                       mimetic (Wq^T Wk ≈ 0.7 Z + 0.7 I; no G)           (default)
@@ -42,7 +46,18 @@ task and init
   --prior-layers W    all | first: the mask or QK prior in every layer, or
                       in layer 0 only                                  (all)
   --qk-opt-steps N    Adam steps of the qk-opt fit                     (2000)
-  --causal            causal attention (keys after the query are hidden)
+  --causal            causal attention (keys after the query are hidden);
+                      always on for the arithmetic tasks
+arithmetic data
+  --data-frac F       train on this fraction of all operand pairs, drawn by
+                      the seed (add3 0.004 = 4000 of 10^6; mul2 0.03)
+  --train-file F      training examples from a text file instead, one per
+                      line: $123+456=9750$ (answer reversed; padding optional)
+  --test-file F       test examples from a file (the same format); without
+                      it, --max-test held-out pairs drawn by the seed
+  --max-test N        held-out test pairs when there is no test file (10000)
+  --loss-on W         answer | all: the positions the next-token loss counts
+                      (answer)
 model
   --width C           residual width                                   (32)
   --layers L          transformer blocks                               (2)
@@ -118,13 +133,14 @@ inline Options parse_options(int argc, char** argv) {
                                        "--epochs", "--batch", "--lr", "--wd", "--mask-wd", "--width", "--layers",
                                        "--heads", "--head-size", "--mlp", "--mask-c", "--eval-every", "--log-every",
                                        "--out", "--save", "--resume", "--dump-state", "--mask-structure",
-                                       "--prior-layers", "--qk-opt-steps", "--encoding", "--loss"};
+                                       "--prior-layers", "--qk-opt-steps", "--encoding", "--loss",
+                                       "--data-frac", "--train-file", "--test-file", "--max-test", "--loss-on"};
         bool known = false;
         for (const char* v : valued) known |= flag == v;
         if (!known) fail("unknown flag %s (see --help)", flag.c_str());
         if (i + 1 >= argc) fail("%s needs a value", flag.c_str());
         const char* value = argv[++i];
-        if (flag == "--task") o.task = parse_choice(flag, value, {"2parity", "maj3", "cyclic3"});
+        if (flag == "--task") o.task = parse_choice(flag, value, {"2parity", "maj3", "cyclic3", "add3", "mul2"});
         else if (flag == "--init")
             o.init = parse_choice(flag, value, {"default", "mask", "qk-svd", "qk-opt", "mimetic"});
         else if (flag == "--device") o.device = parse_choice(flag, value, {"auto", "cpu", "cuda"});
@@ -153,10 +169,24 @@ inline Options parse_options(int argc, char** argv) {
         else if (flag == "--mask-structure") o.mask_structure = value;
         else if (flag == "--prior-layers") o.prior_layers = parse_choice(flag, value, {"all", "first"});
         else if (flag == "--qk-opt-steps") o.qk_opt_steps = parse_int(flag, value, 1);
+        else if (flag == "--data-frac") {
+            o.data_frac = parse_real(flag, value, 0, false);
+            if (o.data_frac >= 1) fail("--data-frac must be below 1, got %s", value);
+        }
+        else if (flag == "--train-file") o.train_file = value;
+        else if (flag == "--test-file") o.test_file = value;
+        else if (flag == "--max-test") o.max_test = (int)parse_int(flag, value, 1);
+        else if (flag == "--loss-on") o.loss_on = parse_choice(flag, value, {"answer", "all"});
     }
     if (steps_given && o.epochs > 0) fail("give --steps or --epochs, not both");
     if (o.mask_per_head && o.init != "mask") fail("--mask-per-head needs --init mask");
     bool structured = o.init == "mask" || o.init == "qk-svd" || o.init == "qk-opt";
     if (!o.mask_structure.empty() && !structured) fail("--mask-structure needs --init mask, qk-svd or qk-opt");
+    const bool arithmetic = o.task == "add3" || o.task == "mul2";
+    std::string arithmetic_flag = o.data_frac > 0 ? "--data-frac" : !o.train_file.empty() ? "--train-file"
+                                  : !o.test_file.empty() ? "--test-file" : o.loss_on != "answer" ? "--loss-on" : "";
+    if (!arithmetic && !arithmetic_flag.empty())
+        fail("%s is for the arithmetic tasks (add3, mul2), not %s", arithmetic_flag.c_str(), o.task.c_str());
+    if (o.data_frac > 0 && !o.train_file.empty()) fail("give --data-frac or --train-file, not both");
     return o;
 }

@@ -1,8 +1,9 @@
 // tasks/task.h: what a task gives the trainer (DESIGN.md section 4). Host-only C++: no CUDA
 // and nothing of the model, so every task is testable anywhere.
-//   - the shapes: vocabulary, sequence length T, head (regression or classes), outputs
+//   - the shapes: vocabulary, sequence length T, head (regression, classes or next token), outputs
 //   - training examples by index, and the order they come in (seeded shuffled epochs)
 //   - evaluation examples by index, and the metrics computed from the model's outputs
+//   - next-token tasks: which positions the loss counts, and which greedy decoding produces
 //   - its interaction structure G (T x T, 0/1), for the mask init
 //   - the value of each token that stands for a number, for --encoding scalar
 #pragma once
@@ -18,16 +19,30 @@ struct Task {
     std::string name;
     int vocab = 0;
     int seq_len = 0;
-    int outputs = 1;             // 1: scalar regression (MSE); > 1: classes (cross-entropy)
+    int outputs = 1;          // 1: scalar regression (MSE); > 1: classes (cross-entropy); next token: vocab
+    bool next_token = false;  // a causal language model: a target token at every position
     virtual ~Task() = default;
+    int targets_per_example() const { return next_token ? seq_len : 1; }
 
     virtual int train_size() const = 0;
-    // tokens (seq_len), target (1): a value, or a class id stored as float
-    virtual void train_example(int index, int* tokens, float* target) const = 0;
+    // tokens (seq_len), targets (targets_per_example()): a value, a class id, or under
+    // next_token the token that follows each position, all stored as float
+    virtual void train_example(int index, int* tokens, float* targets) const = 0;
     virtual int eval_size() const = 0;
-    virtual void eval_example(int index, int* tokens, float* target) const = 0;
-    // outputs (eval_size, outputs): the model's head on every evaluation example, in order
+    virtual void eval_example(int index, int* tokens, float* targets) const = 0;
+    // outputs: the model's head on every evaluation example, in order, (eval_size, outputs);
+    // next_token: the greedily decoded token ids, (eval_size, decode_positions().size())
     virtual Metrics evaluate(const std::vector<float>& outputs) const = 0;
+    // next_token: (seq_len) 1 where a position's prediction counts in the training loss (the
+    // answer), 0 where it does not (the prompt)
+    virtual std::vector<float> loss_positions() const { return {}; }
+    // next_token: the positions whose predictions greedy decoding produces, ascending; the
+    // prediction at position p becomes the input at p + 1
+    virtual std::vector<int> decode_positions() const { return {}; }
+    // how a token is printed (G's labels): its id, unless the task has a symbol for it
+    virtual std::string token_text(int v) const { return std::to_string(v); }
+    // one line on the data set for the startup table (sizes, fractions, files); may be empty
+    virtual std::string describe() const { return ""; }
     // G (seq_len, seq_len) of 0/1: which query may attend to which key under the prior
     virtual std::vector<float> structure() const = 0;
     // (vocab): the number a token stands for (a bit: -1 or +1), 0 for a token that has no value

@@ -5,6 +5,7 @@
 #include "test_util.h"
 #include "init.cuh"
 #include "safetensors.cuh"
+#include "tasks/arithmetic.h"
 #include "tasks/boolean.h"
 
 static const bool NO_GPU = !gpu_available();
@@ -258,24 +259,26 @@ TEST_CASE("the qk-opt fit on the GPU matches the CPU's" * doctest::skip(NO_GPU))
     CHECK(checks[DEVICE_GPU].prior_mass == doctest::Approx(checks[DEVICE_CPU].prior_mass).epsilon(1e-3));
 }
 
-// The first B training examples of a task, spread over its training set.
+// B training examples of a task, spread over its training set: tokens (B,T), targets y
+// (B, targets_per_example).
 static void task_batch(const Task& task, int B, std::vector<int>& tokens, std::vector<float>& y) {
+    const int P = task.targets_per_example();
     tokens.resize((size_t)B * task.seq_len);
-    y.resize(B);
-    for (int b = 0; b < B; b++) task.train_example(b * 37, &tokens[b * task.seq_len], &y[b]);
+    y.resize((size_t)B * P);
+    for (int b = 0; b < B; b++) task.train_example(b * 37 % task.train_size(), &tokens[b * task.seq_len], &y[b * P]);
 }
 
-// Three AdamW steps of model config c from the weights `init` on one device, on one batch:
-// returns the last loss, and the parameters after the steps in `params`.
+// Three AdamW steps of model config c from the weights `init` on one device, on one batch
+// (loss_mask (B,T) or nullptr): returns the last loss, and the parameters after the steps in `params`.
 static float three_steps(const Config& c, Device dev, const std::vector<float>& init, const std::vector<int>& tokens,
-                         const std::vector<float>& y, std::vector<float>& params) {
-    const int B = (int)y.size();
+                         const std::vector<float>& y, std::vector<float>& params, const float* loss_mask = nullptr) {
+    const int B = (int)tokens.size() / c.T;
     Model model;
     model_build(model, c, dev, B);
     buffer_copy(model.params_mem, model.dev, init.data(), DEVICE_CPU, model.num_params);
     float loss = 0;
     for (int step = 0; step < 3; step++) {
-        loss = model_forward(model, tokens.data(), y.data(), B);
+        loss = model_forward(model, tokens.data(), y.data(), B, loss_mask);
         model_zero_grad(model);
         model_backward(model, B);
         model_update(model);
@@ -373,6 +376,30 @@ TEST_CASE("a training step with scalar encoding and logistic loss: GPU matches t
         ParamTensors p = param_bind(c, (float*)params->data());
         for (int i = 0; i < 2 * c.C; i++) CHECK(p.wte[i] == 0.0f);  // tokens 0 and 1: the bits
     }
+    CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-4));
+    expect_close("parameters after 3 steps", gpu, cpu, REDUCTION);
+}
+
+// The causal decoder: next-token head at every position, loss on the answer tokens only.
+TEST_CASE("a training step of the causal decoder on add3: GPU matches the CPU" * doctest::skip(NO_GPU)) {
+    ArithmeticData data;
+    data.data_frac = 0.002;
+    ArithmeticTask task("add3", data);
+    Config c;
+    c.V = task.vocab; c.T = task.seq_len; c.C = 24; c.L = 2; c.NH = 3; c.HS = 8; c.MLP = 40; c.mask_heads = 1;
+    c.OUT = task.vocab;
+    c.head = HEAD_NEXT_TOKEN;
+    c.causal = true;
+    std::vector<float> init(param_count(c));
+    Rng rng(9);
+    init_default(c, init.data(), rng);
+    init_mask_from_structure(c, init.data(), Structure{1, c.T, task.structure()}, 1.5f);
+    std::vector<int> tokens;
+    std::vector<float> y, cpu, gpu, loss_mask;
+    task_batch(task, 32, tokens, y);
+    for (int b = 0; b < 32; b++) for (float w : task.loss_positions()) loss_mask.push_back(w);
+    float cpu_loss = three_steps(c, DEVICE_CPU, init, tokens, y, cpu, loss_mask.data());
+    float gpu_loss = three_steps(c, DEVICE_GPU, init, tokens, y, gpu, loss_mask.data());
     CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-4));
     expect_close("parameters after 3 steps", gpu, cpu, REDUCTION);
 }

@@ -8,7 +8,7 @@ static Config tiny_config(int mask_heads, bool causal, HeadType head = HEAD_REGR
                           Encoding encoding = ENCODING_TOKEN, LossType loss = LOSS_MSE) {
     Config c;
     c.V = 3; c.T = 6; c.C = 8; c.L = 2; c.NH = 2; c.HS = 3; c.MLP = 10;
-    c.OUT = head == HEAD_REGRESSION ? 1 : 4;
+    c.OUT = head == HEAD_REGRESSION ? 1 : head == HEAD_CLASS ? 4 : c.V;
     c.head = head;
     c.mask_heads = mask_heads;
     c.causal = causal;
@@ -19,15 +19,22 @@ static Config tiny_config(int mask_heads, bool causal, HeadType head = HEAD_REGR
 }
 
 // Random tokens, and targets: values in [-1, 1) for regression (their sign, ±1, for the
-// logistic loss), class ids for classification.
-static void random_batch(const Config& c, int B, Rng& rng, std::vector<int>& tokens, std::vector<float>& y) {
+// logistic loss), class ids for classification, a token id per position for the next-token
+// head, whose loss mask then counts a random half of the positions (loss_mask; else empty).
+static void random_batch(const Config& c, int B, Rng& rng, std::vector<int>& tokens, std::vector<float>& y,
+                         std::vector<float>* loss_mask = nullptr) {
     tokens.resize((size_t)B * c.T);
-    y.resize(B);
+    y.resize((size_t)B * c.head_rows());
     for (auto& t : tokens) t = rng.below(c.V);
     for (auto& v : y) {
         v = c.head == HEAD_REGRESSION ? rng.uniform(-1, 1) : (float)rng.below(c.OUT);
         if (c.loss == LOSS_LOGISTIC) v = v > 0 ? 1.0f : -1.0f;
     }
+    if (!loss_mask) return;
+    loss_mask->clear();
+    if (c.head != HEAD_NEXT_TOKEN) return;
+    for (size_t r = 0; r < y.size(); r++) loss_mask->push_back((float)rng.below(2));
+    (*loss_mask)[1] = 1.0f;  // at least one position counts
 }
 
 static void init_model(Model& model, uint64_t seed, float mask_scale) {
@@ -56,9 +63,10 @@ static void check_model_gradient(int mask_heads, bool causal, HeadType head = HE
     init_model(model, 11, 2.0f);
     Rng rng(12);
     std::vector<int> tokens;
-    std::vector<float> y;
-    random_batch(c, B, rng, tokens, y);
-    model_forward(model, tokens.data(), y.data(), B);
+    std::vector<float> y, loss_mask;
+    random_batch(c, B, rng, tokens, y, &loss_mask);
+    const float* mask = loss_mask.empty() ? nullptr : loss_mask.data();
+    model_forward(model, tokens.data(), y.data(), B, mask);
     model_zero_grad(model);
     model_backward(model, B);
     std::vector<float> grads(model.num_params);
@@ -68,9 +76,9 @@ static void check_model_gradient(int mask_heads, bool causal, HeadType head = HE
     for (size_t i = 0; i < model.num_params; i += 3) {  // every third parameter, all tensors
         float keep = model.params_mem[i];
         model.params_mem[i] = keep + h;
-        double up = model_forward(model, tokens.data(), y.data(), B);
+        double up = model_forward(model, tokens.data(), y.data(), B, mask);
         model.params_mem[i] = keep - h;
-        double down = model_forward(model, tokens.data(), y.data(), B);
+        double down = model_forward(model, tokens.data(), y.data(), B, mask);
         model.params_mem[i] = keep;
         double numeric = (up - down) / (2 * h);
         REQUIRE(std::isfinite(grads[i]));
@@ -87,6 +95,12 @@ TEST_CASE("whole-model gradient matches finite differences") {
     SUBCASE("shared mask") { check_model_gradient(1, false); }
     SUBCASE("per-head mask, causal") { check_model_gradient(2, true); }
     SUBCASE("classification head (cross-entropy), shared mask") { check_model_gradient(1, false, HEAD_CLASS); }
+    SUBCASE("next-token head (causal decoder, loss mask), per-head mask") {
+        check_model_gradient(2, true, HEAD_NEXT_TOKEN);
+    }
+    SUBCASE("next-token head, no mask, mask in the first layer only") {
+        check_model_gradient(1, true, HEAD_NEXT_TOKEN, ENCODING_TOKEN, LOSS_MSE, true);
+    }
     SUBCASE("mask in the first layer only") {
         check_model_gradient(1, false, HEAD_REGRESSION, ENCODING_TOKEN, LOSS_MSE, true);
     }

@@ -1,7 +1,7 @@
 // The cross-check against PyTorch: ./maskprior --dump-state writes one batch's parameters,
 // loss and gradients; tests/torch_reference.py recomputes them with autograd in float64 and
 // compares every tensor. Mask shared and per head, causal and not, scalar encoding, logistic
-// loss; c = 1.5 so that the mask gradient is large enough to be checked for real (at c = 6,
+// loss, the causal decoder's next-token head with its loss mask; c = 1.5 so that the mask gradient is large enough to be checked for real (at c = 6,
 // σ(-6) shrinks it below 1e-4).
 #include "test_util.h"
 
@@ -45,6 +45,13 @@ TEST_CASE("every gradient matches PyTorch autograd") {
         cross_check("--task 2parity --init mask --mask-c 1.5 --encoding scalar", "/tmp/maskprior_x7.safetensors");
     }
     SUBCASE("logistic loss") { cross_check("--task maj3 --loss logistic", "/tmp/maskprior_x8.safetensors"); }
+    SUBCASE("next-token head on add3: loss on the answer, shared mask") {
+        cross_check("--task add3 --init mask --mask-c 1.5", "/tmp/maskprior_x13.safetensors");
+    }
+    SUBCASE("next-token head on mul2: loss on every position, per-head mask, no mask in layer 1") {
+        cross_check("--task mul2 --init mask --mask-per-head --prior-layers first --mask-c 1.5 --loss-on all",
+                    "/tmp/maskprior_x14.safetensors");
+    }
     SUBCASE("scalar encoding, logistic loss, causal, per-head mask") {
         cross_check("--task 2parity --init mask --mask-per-head --mask-c 1.5 --causal --encoding scalar "
                     "--loss logistic", "/tmp/maskprior_x9.safetensors");
@@ -68,6 +75,8 @@ TEST_CASE("the PyTorch cross-check fails when a gradient is wrong") {
                                 {"grad.h.1.attn.mask", "grad.wte", "loss"});
     expect_cross_check_to_catch("--task maj3 --encoding scalar --loss logistic", "/tmp/maskprior_x10.safetensors",
                                 {"grad.wval", "token_values", "loss"});
+    expect_cross_check_to_catch("--task add3 --init mask --mask-c 1.5", "/tmp/maskprior_x15.safetensors",
+                                {"batch.loss_mask", "grad.h.0.attn.mask", "grad.head.weight"});
 }
 
 // The benchmark scripts build their PyTorch model from torch_reference.py, so a change there

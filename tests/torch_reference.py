@@ -7,8 +7,10 @@ STATE.safetensors is written by `./maskprior ... --dump-state STATE.safetensors`
 parameters, one batch (batch.inputs, batch.targets), its loss and every gradient (grad.<name>).
 This script builds the same transformer independently in PyTorch, in float64 (pre-LN blocks,
 attention scores q.k/sqrt(HS) + log sigmoid(M), causal masking when asked, GELU tanh form,
-final LayerNorm and head on position 0, or on the last position when attention is causal), loads the parameters, runs the batch forward and
-lets autograd compute the gradients. The metadata's "encoding" (token | scalar: a valued token
+final LayerNorm and head on position 0, or on the last position when attention is causal, or
+on every position for the next-token head: cross-entropy summed over the positions that
+batch.loss_mask counts, divided by their number), loads the parameters, runs the batch forward
+and lets autograd compute the gradients. The metadata's "encoding" (token | scalar: a valued token
 is token_values[v] * wval, the table dumped as token_values) and "loss" (mse | logistic:
 log(1 + exp(-y yhat))) choose the embedding and the loss; absent, they mean token and mse. It then checks, elementwise with the tolerance of
 DESIGN.md section 8 (|cpp - torch| <= 1e-4 + 1e-3 |torch|), the loss and every gradient,
@@ -92,9 +94,9 @@ def attention(x, qkv_weight, qkv_bias, mask, cfg):
     return y.transpose(1, 2).reshape(B, T, NH * HS)
 
 
-def model_loss(p, cfg, tokens, targets, token_values=None):
+def model_loss(p, cfg, tokens, targets, token_values=None, loss_mask=None):
     """The mean loss of the batch; p maps parameter names to tensors; token_values (V) is the
-    value table of the scalar encoding."""
+    value table of the scalar encoding; loss_mask (B,T) weights the next-token head's positions."""
     C = cfg["width"]
     if cfg.get("encoding", "token") == "scalar":  # a valued token: value * wval; the others: wte
         value = token_values[tokens].unsqueeze(-1)  # (B,T,1)
@@ -109,6 +111,12 @@ def model_loss(p, cfg, tokens, targets, token_values=None):
         m = F.layer_norm(x, (C,), p[h + "ln2.weight"], p[h + "ln2.bias"], eps=1e-5)
         m = F.gelu(F.linear(m, p[h + "mlp.fc.weight"], p[h + "mlp.fc.bias"]), approximate="tanh")
         x = x + F.linear(m, p[h + "mlp.proj.weight"], p[h + "mlp.proj.bias"])
+    if cfg["head_type"] == "next_token":  # every position predicts the token after it
+        z = F.layer_norm(x, (C,), p["ln_f.weight"], p["ln_f.bias"], eps=1e-5)  # (B,T,C)
+        logits = F.linear(z, p["head.weight"], p["head.bias"])  # (B,T,V)
+        ce = F.cross_entropy(logits.flatten(0, 1), targets.long().flatten(), reduction="none")  # (B*T)
+        w = torch.ones_like(ce) if loss_mask is None else loss_mask.flatten()
+        return (ce * w).sum() / w.sum()
     pos = x.shape[1] - 1 if cfg["causal"] else 0  # the head reads CLS; causal: the last position
     cls = F.layer_norm(x[:, pos], (C,), p["ln_f.weight"], p["ln_f.bias"], eps=1e-5)  # (B,C)
     out = F.linear(cls, p["head.weight"], p["head.bias"])  # (B,OUT)
@@ -155,7 +163,8 @@ def main(argv):
         if name not in tensors or tensors[name].shape != shape:
             sys.exit(f"{argv[1]}: parameter {name} {shape} is missing or has another shape")
     params = {name: tensors[name].clone().requires_grad_() for name in shapes}
-    loss = model_loss(params, cfg, tensors["batch.inputs"].long(), tensors["batch.targets"], tensors.get("token_values"))
+    loss = model_loss(params, cfg, tensors["batch.inputs"].long(), tensors["batch.targets"], tensors.get("token_values"),
+                      tensors.get("batch.loss_mask"))
     loss.backward()
 
     ok = compare("loss", tensors["loss"], loss.detach().reshape(1))
@@ -169,8 +178,8 @@ def main(argv):
         if name.startswith("grad."):
             print(f"{name:28s} in the file, but the model has no parameter {name[5:]}  FAIL")
             ok = False
-    print(f"{'PASS' if ok else 'FAIL'}: {argv[1]} ({meta['mask']} mask, causal {cfg['causal']}, "
-          f"{cfg['encoding']} encoding, {cfg['loss']} loss, {len(shapes)} parameter tensors) against PyTorch float64")
+    print(f"{'PASS' if ok else 'FAIL'}: {argv[1]} ({meta['mask']} mask, causal {cfg['causal']}, {cfg['head_type']} head, "
+          f"{cfg['encoding']} encoding, {cfg['loss'] if cfg['head_type'] == 'regression' else 'cross-entropy'} loss, {len(shapes)} parameter tensors) against PyTorch float64")
     return 0 if ok else 1
 
 
