@@ -6,6 +6,8 @@
 #   make test       every test that needs no GPU (GPU cases skip themselves)
 #   make table-boolean  the Boolean table: 3 tasks x 4 inits x 3 seeds (BOOLEAN_ARGS="--paper --seeds 5")
 #   make sweep-2parity  which settings make 2parity extrapolate, and which do not
+#   make table-arithmetic  add3 and mul2 with little data: 6 fractions x 4 inits x 3 seeds
+#                   (ARITHMETIC_ARGS="--paper --seeds N")
 #   make gpu-check  the GPU tests, a paper-size GPU run and the PyTorch timing (needs a GPU)
 #   make bench      CPU speed against PyTorch on the make-run model
 NVCC      ?= nvcc
@@ -26,6 +28,8 @@ SEEDS     ?= 1 2 3 4 5
 OPTIMIZER ?= adam
 # make table-boolean: --paper (GOTU's model size, for a GPU) and/or --seeds N
 BOOLEAN_ARGS ?=
+# make table-arithmetic: --paper (Lee et al.'s model size, for a GPU) and/or --seeds N
+ARITHMETIC_ARGS ?=
 
 GENCODE   = -gencode arch=compute_$(ARCH),code=[sm_$(ARCH),compute_$(ARCH)]
 INCLUDES  = -I. $(if $(EXTRA_INCLUDE),-I$(EXTRA_INCLUDE))
@@ -34,7 +38,7 @@ NVCCFLAGS = -O3 -std=c++17 $(GENCODE) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march
 LDLIBS    = -lcublas -lgomp
 HEADERS   = $(wildcard *.cuh *.h tasks/*.h)
 
-.PHONY: all run test table-boolean sweep-2parity gpu-check gpu-include bench deps clean
+.PHONY: all run test table-boolean table-arithmetic sweep-2parity gpu-check gpu-include bench deps clean
 
 all: maskprior
 
@@ -56,6 +60,9 @@ test: deps maskprior tests/unit_tests
 
 table-boolean: deps maskprior
 	@sh experiments/boolean_table.sh $(BOOLEAN_ARGS)
+
+table-arithmetic: deps maskprior
+	@sh experiments/arithmetic_table.sh $(ARITHMETIC_ARGS)
 
 sweep-2parity: deps maskprior
 	@sh experiments/sweep_2parity.sh

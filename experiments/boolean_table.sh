@@ -13,17 +13,7 @@
 # so an interrupted table continues where it stopped (delete the folder to start over).
 set -e
 cd "$(dirname "$0")/.."
-size=cpu
-count=3
-while [ $# -gt 0 ]; do
-    case $1 in
-        --paper) size=paper ;;
-        --seeds) count=$2; shift ;;
-        *) echo "boolean_table.sh: error: unknown argument $1 (use --paper, --seeds N)" >&2; exit 2 ;;
-    esac
-    shift
-done
-case $count in ''|*[!0-9]*|0) echo "boolean_table.sh: error: --seeds needs a count of at least 1" >&2; exit 2 ;; esac
+. experiments/table_args.sh
 root=runs/table-boolean/$size
 for task in 2parity maj3 cyclic3; do
     if [ $size = paper ]; then

@@ -4,7 +4,8 @@
 #   2. the whole test suite, GPU cases included: every kernel against its CPU reference, a
 #      whole training step GPU vs CPU, a short GPU training run that must learn
 #   3. the GPU tests once under compute-sanitizer, memcheck and racecheck
-#   4. the paper-size GOTU model (DESIGN.md 4.1) on 2parity: default, qk-svd and mask init
+#   4. the paper-size GOTU model (DESIGN.md 4.1) on 2parity: default, qk-svd and mask init;
+#      Lee et al.'s model size on add3 at 0.4% of the pairs (1000 steps): default and mask
 #   5. the same model and batch timed in PyTorch eager and torch.compile against ours
 # then one summary table. Output also goes to $OUT (default /tmp/maskprior-gpu-check).
 set -u
@@ -45,6 +46,16 @@ for init in default qk-svd mask; do
         record "2parity paper-size $init" "$($PY -c "import json; m = json.load(open('$m')); print('acc_cube %.4f acc_unseen %.4f mdi_agreement %.4f prior_mass %s, %.0f s' % (m['acc_cube'], m['acc_unseen'], m['mdi_agreement'], ' '.join('%.2f' % x for x in m['prior_mass']), m['seconds']))")"
     else tail -5 "$OUT/paper-$init.log"; record "2parity paper-size $init" FAILED; fi
     grep -E "^step .*/1920|^eval" "$OUT/paper-$init.log" | tail -3
+done
+
+echo "== 4b. Lee et al.'s model size on add3, 0.4% of the pairs (C 384, L 6, NH 6, HS 64, MLP 1536, batch 256, 1000 steps)"
+ADD="--task add3 --data-frac 0.004 --device cuda --width 384 --layers 6 --heads 6 --head-size 64 --mlp 1536 --batch 256 --steps 1000 --eval-every 500"
+for init in default mask; do
+    if ./maskprior $ADD --init $init --out "$OUT/paper-add3-$init" > "$OUT/add3-$init.log" 2>&1; then
+        m="$OUT/paper-add3-$init/metrics.json"
+        record "add3 paper-size $init" "$($PY -c "import json; m = json.load(open('$m')); print('seq_acc %.4f digit_acc %.4f prior_mass %s, %.0f s' % (m['seq_acc'], m['digit_acc'], ' '.join('%.2f' % x for x in m['prior_mass']), m['seconds']))")"
+    else tail -5 "$OUT/add3-$init.log"; record "add3 paper-size $init" FAILED; fi
+    grep -E "^eval" "$OUT/add3-$init.log" | tail -2
 done
 
 echo "== 5. speed against PyTorch (same model and batch)"

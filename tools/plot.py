@@ -155,9 +155,15 @@ def plot_prior_mass(by_init, title):  # one line per (seed, layer), one colour p
                                       for layer in range(layer_count(run, "prior_mass"))])
 
 
-def plot_accuracy(by_init, title):  # one line per seed, one colour per part of the cube
-    return plot_per_init(by_init, f"{title}: sign accuracy", "accuracy",
-                         lambda run: [("acc_cube", None, "C0", "whole cube"), ("acc_unseen", None, "C3", "unseen part")])
+# accuracy.png: Boolean runs log the sign accuracy on the cube, arithmetic runs the held-out
+# accuracy of the greedily decoded answer; (key, colour, legend name)
+ACCURACY_LINES = [("acc_cube", "C0", "whole cube"), ("acc_unseen", "C3", "unseen part"),
+                  ("seq_acc", "C0", "whole answer"), ("digit_acc", "C3", "answer digits")]
+
+
+def plot_accuracy(by_init, title):  # one line per seed, one colour per part of the cube or answer
+    return plot_per_init(by_init, f"{title}: accuracy", "accuracy",
+                         lambda run: [(key, None, colour, name) for key, colour, name in ACCURACY_LINES])
 
 
 # persistence.png, one row each: (key, legend name, colour), and the row's y label.
@@ -191,7 +197,7 @@ FIGURES = [
     ("loss.png", ["loss", "eval_loss"], plot_loss),
     ("prior_mass.png", ["prior_mass"], plot_prior_mass),
     ("persistence.png", ["mask_drift", "qk_cosine", "grad_norm_mask", "grad_norm_qk"], plot_persistence),
-    ("accuracy.png", ["acc_cube", "acc_unseen"], plot_accuracy),
+    ("accuracy.png", [key for key, _, _ in ACCURACY_LINES], plot_accuracy),
 ]
 
 

@@ -1,0 +1,14 @@
+# The arguments the table scripts share, [--paper] [--seeds N]; sourced by them with their
+# own arguments. Sets size (cpu, or paper with --paper) and count (seeds, 3 unless --seeds
+# says otherwise); anything else is one line on stderr and exit code 2.
+size=cpu
+count=3
+while [ $# -gt 0 ]; do
+    case $1 in
+        --paper) size=paper ;;
+        --seeds) count=$2; shift ;;
+        *) echo "$(basename "$0"): error: unknown argument $1 (use --paper, --seeds N)" >&2; exit 2 ;;
+    esac
+    shift
+done
+case $count in ''|*[!0-9]*|0) echo "$(basename "$0"): error: --seeds needs a count of at least 1" >&2; exit 2 ;; esac
