@@ -1,7 +1,8 @@
 #!/bin/sh
 # tools/plot.py on the fixture runs in tests/fixtures/plot (one default, one qk-svd, one mask
 # run of 2parity): every PNG is written and is a real image; a folder that is not a run gives
-# exit code 2 and one line on stderr; metrics missing or null in a log are no error.
+# exit code 2 and one line on stderr; metrics missing or null in a log are no error. Then
+# tools/arithmetic_table.py on two hand-written metrics.json files.
 # Exit 0 when all holds, 1 when not, 77 (skipped) when matplotlib is missing.
 # The Python is ${MASKPRIOR_PYTHON:-/usr/bin/python3}.
 cd "$(dirname "$0")/.." || exit 1
@@ -52,6 +53,19 @@ cat >"$tmp/sparse/log.jsonl" <<'EOF'
 EOF
 "$python" tools/plot.py "$tmp/sparse" --out "$tmp/sparse_out" >/dev/null 2>"$tmp/stderr" \
     || fail "a run with missing and null metrics: $(cat "$tmp/stderr")"
+
+# 4. tools/arithmetic_table.py: two seeds of one setting give one row, mean ± std in percent,
+# with the paper's number beside it; a folder without arithmetic runs is an error.
+for seed in 1 2; do
+    mkdir -p "$tmp/arith/s$seed"
+    echo "{\"task\": \"add3\", \"init\": \"mask\", \"seed\": $seed, \"device\": \"CPU\", \"train_examples\": 4000,
+          \"eval_examples\": 2000, \"seq_acc\": 0.$((seed + 4)), \"digit_acc\": 0.9, \"prior_mass\": [0.9, 1.0]}" \
+        >"$tmp/arith/s$seed/metrics.json"
+done
+"$python" tools/arithmetic_table.py "$tmp/arith" >"$tmp/table" 2>&1 || fail "arithmetic_table.py: $(cat "$tmp/table")"
+grep -qF "| add3 | 0.004 | 4000 | mask | 2 | 55.00 ± 7.07 | 90.00 ± 0.00 | 0.950 ± 0.000 | 77.49 |" "$tmp/table" \
+    || fail "arithmetic_table.py: not the expected row: $(cat "$tmp/table")"
+"$python" tools/arithmetic_table.py "$tmp/sparse" >/dev/null 2>&1 && fail "arithmetic_table.py accepted a folder without arithmetic runs"
 
 [ "$failed" = 0 ] && echo "plot test: ok"
 exit "$failed"
