@@ -16,7 +16,7 @@
 # kept, so an interrupted table continues where it stopped (delete the folder to start over).
 set -e
 cd "$(dirname "$0")/.."
-. experiments/table_args.sh
+. experiments/table_common.sh
 if [ $size = paper ]; then
     flags="--width 384 --layers 6 --heads 6 --head-size 64 --mlp 1536 --batch 256 --steps 5000 --max-test 10000"
 else
@@ -29,17 +29,9 @@ for setting in add3:0.0005 add3:0.001 add3:0.002 add3:0.004 add3:0.01 mul2:0.03 
     for init in default qk-svd qk-opt mask; do
         seed=1
         while [ "$seed" -le "$count" ]; do
-            out=$root/$task-$frac-$init-s$seed
-            if [ ! -f "$out/metrics.json" ]; then
-                mkdir -p "$out"
-                # shellcheck disable=SC2086  # flags are words
-                if ! ./maskprior --task $task --data-frac $frac --init $init --seed $seed --lr 1e-3 --wd 1e-3 \
-                    $flags --eval-every 100000 --out "$out" > "$out/stdout.log" 2>&1; then
-                    cat "$out/stdout.log"
-                    exit 1
-                fi
-                echo "$task $frac $init s$seed: $(grep -E '^eval' "$out/stdout.log" | tail -1 | cut -c1-100)"
-            fi
+            # shellcheck disable=SC2086  # flags are words
+            train_once "$root/$task-$frac-$init-s$seed" "$task $frac $init s$seed" --task $task --data-frac $frac \
+                --init $init --seed $seed --lr 1e-3 --wd 1e-3 $flags --eval-every 100000
             seed=$((seed + 1))
         done
     done

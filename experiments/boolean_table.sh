@@ -13,7 +13,7 @@
 # so an interrupted table continues where it stopped (delete the folder to start over).
 set -e
 cd "$(dirname "$0")/.."
-. experiments/table_args.sh
+. experiments/table_common.sh
 root=runs/table-boolean/$size
 for task in 2parity maj3 cyclic3; do
     if [ $size = paper ]; then
@@ -25,17 +25,9 @@ for task in 2parity maj3 cyclic3; do
     for init in default qk-svd qk-opt mask; do
         seed=1
         while [ "$seed" -le "$count" ]; do
-            out=$root/$task-$init-s$seed
-            if [ ! -f "$out/metrics.json" ]; then
-                mkdir -p "$out"
-                # shellcheck disable=SC2086  # flags are words
-                if ! ./maskprior --task $task --init $init --seed $seed --optimizer adam --wd 1e-3 $flags \
-                    --out "$out" > "$out/stdout.log" 2>&1; then
-                    cat "$out/stdout.log"
-                    exit 1
-                fi
-                echo "$task $init s$seed: $(grep -E '^eval' "$out/stdout.log" | tail -1 | cut -c1-110)"
-            fi
+            # shellcheck disable=SC2086  # flags are words
+            train_once "$root/$task-$init-s$seed" "$task $init s$seed" --task $task --init $init --seed $seed \
+                --optimizer adam --wd 1e-3 $flags
             seed=$((seed + 1))
         done
     done
