@@ -22,7 +22,7 @@ static std::unique_ptr<Task> make_task(const Options& opt) {
     data.data_frac = opt.data_frac > 0 || !opt.train_file.empty() ? opt.data_frac : opt.task == "add3" ? 0.004 : 0.03;
     data.train_file = opt.train_file;
     data.test_file = opt.test_file;
-    data.max_test = opt.max_test;
+    if (opt.max_test > 0) data.max_test = opt.max_test;
     data.seed = opt.seed;
     try {
         return std::make_unique<ArithmeticTask>(opt.task, data);

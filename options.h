@@ -15,7 +15,7 @@ struct Options {
     std::string encoding = "token", loss = "mse";
     double data_frac = 0;  // arithmetic: 0 means the task's reference point (add3 0.004, mul2 0.03)
     std::string train_file, test_file, loss_on = "answer";
-    int max_test = 10000;
+    int max_test = 0;  // arithmetic: 0 means the task's default (10000)
     uint64_t seed = 1;
     int64_t steps = 1500;
     double epochs = 0;  // > 0: overrides --steps with ceil(epochs * train_size / batch)
@@ -184,7 +184,8 @@ inline Options parse_options(int argc, char** argv) {
     if (!o.mask_structure.empty() && !structured) fail("--mask-structure needs --init mask, qk-svd or qk-opt");
     const bool arithmetic = o.task == "add3" || o.task == "mul2";
     std::string arithmetic_flag = o.data_frac > 0 ? "--data-frac" : !o.train_file.empty() ? "--train-file"
-                                  : !o.test_file.empty() ? "--test-file" : o.loss_on != "answer" ? "--loss-on" : "";
+                                  : !o.test_file.empty() ? "--test-file" : o.max_test > 0 ? "--max-test"
+                                  : o.loss_on != "answer" ? "--loss-on" : "";
     if (!arithmetic && !arithmetic_flag.empty())
         fail("%s is for the arithmetic tasks (add3, mul2), not %s", arithmetic_flag.c_str(), o.task.c_str());
     if (o.data_frac > 0 && !o.train_file.empty()) fail("give --data-frac or --train-file, not both");

@@ -260,6 +260,7 @@ TEST_CASE("one seed, one result: two CPU runs of the program write identical che
 
 TEST_CASE("arithmetic: bad flags and bad data files get one clear line and exit code 2") {
     expect_error("--task maj3 --data-frac 0.1", "--data-frac is for the arithmetic tasks");
+    expect_error("--task maj3 --max-test 100", "--max-test is for the arithmetic tasks");
     expect_error("--task add3 --data-frac 1.5", "--data-frac must be below 1");
     expect_error("--task add3 --data-frac 0.1 --train-file /tmp/x.txt", "not both");
     expect_error("--task add3 --loss-on some", "--loss-on must be one of answer, all");

@@ -98,7 +98,7 @@ TEST_CASE("whole-model gradient matches finite differences") {
     SUBCASE("next-token head (causal decoder, loss mask), per-head mask") {
         check_model_gradient(2, true, HEAD_NEXT_TOKEN);
     }
-    SUBCASE("next-token head, no mask, mask in the first layer only") {
+    SUBCASE("next-token head, shared mask in the first layer only") {
         check_model_gradient(1, true, HEAD_NEXT_TOKEN, ENCODING_TOKEN, LOSS_MSE, true);
     }
     SUBCASE("mask in the first layer only") {
