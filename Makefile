@@ -6,7 +6,7 @@
 #   make test       every test that needs no GPU (GPU cases skip themselves)
 #   make table-boolean  the Boolean table: 3 tasks x 4 inits x 3 seeds (BOOLEAN_ARGS="--paper --seeds 5")
 #   make sweep-2parity  which settings make 2parity extrapolate, and which do not
-#   make table-arithmetic  add3 and mul2 with little data: 6 fractions x 4 inits x 3 seeds
+#   make table-arithmetic  add3 and mul2 with little data: 8 fractions x 4 inits x 3 seeds
 #                   (ARITHMETIC_ARGS="--paper --seeds N")
 #   make gpu-check  the GPU tests, a paper-size GPU run and the PyTorch timing (needs a GPU)
 #   make bench      CPU speed against PyTorch on the make-run model
