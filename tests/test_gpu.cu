@@ -289,24 +289,42 @@ static float three_steps(const Config& c, Device dev, const std::vector<float>& 
     return loss;
 }
 
+// One batch of a task (32 examples; the next-token head's loss mask from the task), weights
+// from the default init with the mask at c = 1.5 from the task's G, and the parameters after
+// three steps from them on each device; the last losses and parameters must agree.
+struct BothDevices {
+    std::vector<float> init, y, loss_mask, cpu, gpu;
+    std::vector<int> tokens;
+};
+
+static BothDevices expect_devices_agree(const Task& task, const Config& c, uint64_t seed) {
+    BothDevices run;
+    run.init.resize(param_count(c));
+    Rng rng(seed);
+    init_default(c, run.init.data(), rng);
+    init_mask_from_structure(c, run.init.data(), Structure{1, c.T, task.structure()}, 1.5f);
+    task_batch(task, 32, run.tokens, run.y);
+    const float* mask = nullptr;
+    if (task.next_token) {
+        for (int b = 0; b < 32; b++) for (float w : task.loss_positions()) run.loss_mask.push_back(w);
+        mask = run.loss_mask.data();
+    }
+    float cpu_loss = three_steps(c, DEVICE_CPU, run.init, run.tokens, run.y, run.cpu, mask);
+    float gpu_loss = three_steps(c, DEVICE_GPU, run.init, run.tokens, run.y, run.gpu, mask);
+    CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-4));
+    expect_close("parameters after 3 steps", run.gpu, run.cpu, REDUCTION);
+    return run;
+}
+
 // Three AdamW steps of the same model from the same weights on both devices.
 TEST_CASE("a whole training step on the GPU matches the CPU; two GPU runs are bit-identical" * doctest::skip(NO_GPU)) {
     BooleanTask task("cyclic3");
     Config c;
     c.V = 3; c.T = 16; c.C = 24; c.L = 2; c.NH = 3; c.HS = 8; c.MLP = 40; c.mask_heads = 3;
-    std::vector<float> init(param_count(c));
-    Rng rng(5);
-    init_default(c, init.data(), rng);
-    init_mask_from_structure(c, init.data(), Structure{1, c.T, task.structure()}, 1.5f);
-    std::vector<int> tokens;
-    std::vector<float> y, cpu, gpu, gpu_again;
-    task_batch(task, 32, tokens, y);
-    float cpu_loss = three_steps(c, DEVICE_CPU, init, tokens, y, cpu);
-    float gpu_loss = three_steps(c, DEVICE_GPU, init, tokens, y, gpu);
-    three_steps(c, DEVICE_GPU, init, tokens, y, gpu_again);
-    CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-4));
-    expect_close("parameters after 3 steps", gpu, cpu, REDUCTION);
-    CHECK(memcmp(gpu.data(), gpu_again.data(), gpu.size() * sizeof(float)) == 0);
+    BothDevices run = expect_devices_agree(task, c, 5);
+    std::vector<float> gpu_again;
+    three_steps(c, DEVICE_GPU, run.init, run.tokens, run.y, gpu_again);
+    CHECK(memcmp(run.gpu.data(), gpu_again.data(), run.gpu.size() * sizeof(float)) == 0);
 }
 
 TEST_CASE("GPU embedding with scalar encoding, and the logistic loss, match the CPU" * doctest::skip(NO_GPU)) {
@@ -363,21 +381,11 @@ TEST_CASE("a training step with scalar encoding and logistic loss: GPU matches t
     c.encoding = ENCODING_SCALAR;
     c.token_value = task.token_values();
     c.loss = LOSS_LOGISTIC;
-    std::vector<float> init(param_count(c));
-    Rng rng(8);
-    init_default(c, init.data(), rng);
-    init_mask_from_structure(c, init.data(), Structure{1, c.T, task.structure()}, 1.5f);
-    std::vector<int> tokens;
-    std::vector<float> y, cpu, gpu;
-    task_batch(task, 32, tokens, y);
-    float cpu_loss = three_steps(c, DEVICE_CPU, init, tokens, y, cpu);
-    float gpu_loss = three_steps(c, DEVICE_GPU, init, tokens, y, gpu);
-    for (const std::vector<float>* params : {&cpu, &gpu}) {
+    BothDevices run = expect_devices_agree(task, c, 8);
+    for (const std::vector<float>* params : {&run.cpu, &run.gpu}) {
         ParamTensors p = param_bind(c, (float*)params->data());
         for (int i = 0; i < 2 * c.C; i++) CHECK(p.wte[i] == 0.0f);  // tokens 0 and 1: the bits
     }
-    CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-4));
-    expect_close("parameters after 3 steps", gpu, cpu, REDUCTION);
 }
 
 // The causal decoder: next-token head at every position, loss on the answer tokens only.
@@ -390,18 +398,7 @@ TEST_CASE("a training step of the causal decoder on add3: GPU matches the CPU" *
     c.OUT = task.vocab;
     c.head = HEAD_NEXT_TOKEN;
     c.causal = true;
-    std::vector<float> init(param_count(c));
-    Rng rng(9);
-    init_default(c, init.data(), rng);
-    init_mask_from_structure(c, init.data(), Structure{1, c.T, task.structure()}, 1.5f);
-    std::vector<int> tokens;
-    std::vector<float> y, cpu, gpu, loss_mask;
-    task_batch(task, 32, tokens, y);
-    for (int b = 0; b < 32; b++) for (float w : task.loss_positions()) loss_mask.push_back(w);
-    float cpu_loss = three_steps(c, DEVICE_CPU, init, tokens, y, cpu, loss_mask.data());
-    float gpu_loss = three_steps(c, DEVICE_GPU, init, tokens, y, gpu, loss_mask.data());
-    CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-4));
-    expect_close("parameters after 3 steps", gpu, cpu, REDUCTION);
+    expect_devices_agree(task, c, 9);
 }
 
 TEST_CASE("a short GPU training run on maj3 fits the seen domain" * doctest::skip(NO_GPU)) {
