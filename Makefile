@@ -11,8 +11,12 @@
 #   make gpu-check  the GPU tests, a paper-size GPU run and the PyTorch timing (needs a GPU)
 #   make bench      CPU speed against PyTorch on the make-run model
 NVCC      ?= nvcc
-# GPU code: native code for ARCH (90 = H100/H200) plus PTX that newer GPUs can compile
-ARCH      ?= 90
+# GPU code: native code for ARCH plus PTX that newer GPUs can compile. ARCH is the compute
+# capability of this machine's GPU when nvidia-smi finds one (90 = H100/H200), else 90.
+GPU_ARCH  := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | grep -E '^[0-9]+\.[0-9]+$$' | head -1 | tr -d .)
+ARCH      ?= $(or $(GPU_ARCH),90)
+# the commit the binary is built from, recorded in every run's metrics.json
+GIT_COMMIT := $(or $(shell git describe --always --dirty 2>/dev/null),unknown)
 # an extra include folder (the GPU machine has no Debian packages: make gpu-include copies
 # the doctest, nlohmann and stb headers to gpu_include/, which gpu-check passes here)
 EXTRA_INCLUDE ?=
@@ -34,9 +38,9 @@ ARITHMETIC_ARGS ?=
 GENCODE   = -gencode arch=compute_$(ARCH),code=[sm_$(ARCH),compute_$(ARCH)]
 INCLUDES  = -I. $(if $(EXTRA_INCLUDE),-I$(EXTRA_INCLUDE))
 NVCCFLAGS = -O3 -std=c++17 $(GENCODE) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march=native,-Wall,-Wno-parentheses \
-            -diag-suppress 177,550
+            -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"'
 LDLIBS    = -lcublas -lgomp
-HEADERS   = $(wildcard *.cuh *.h tasks/*.h)
+HEADERS   = $(wildcard *.cuh layers/*.h layers/*.cuh prior/*.h prior/*.cuh run/*.h run/*.cuh tasks/*.h)
 
 .PHONY: all run test table-boolean table-arithmetic sweep-2parity gpu-check gpu-include bench deps clean
 

@@ -1,4 +1,5 @@
 // attention.cuh: multi-head attention with a learnable additive mask, forward and backward.
+// This file is the method; docs/method.md derives it and says why the mask's prior persists.
 //
 // Per batch row b and head h, with q, k, v the head's slices of the qkv projection:
 //   S_ij = q_i . k_j / sqrt(HS) + log σ(M_ij)            (T, T)  the mask term
@@ -13,15 +14,16 @@
 //   A = softmax(S)              ->  dS_ij = A_ij (dA_ij - sum_k A_ik dA_ik)
 //   S_ij = q_i.k_j/sqrt(HS)     ->  dq_i += sum_j dS_ij k_j / sqrt(HS) ; dk_j += sum_i dS_ij q_i / sqrt(HS)
 //   S_ij += log σ(M_ij)         ->  dM_ij += sum_b (sum_h when shared) dS_ij σ(-M_ij)
-// dS is kept in a (B, NH, T, T) buffer and the mask gradient reduces it over the batch in a
-// fixed order, one thread per mask entry: no atomics, so runs are bit-reproducible.
+// dS, the gradient of the scores, is one (B, NH, T, T) buffer named dscores wherever it
+// appears (dA is never stored: step 1 below turns dy into dS directly). The mask gradient
+// reduces dS over the batch in a fixed order, one thread per mask entry: no atomics, so runs
+// are bit-reproducible.
 //
 // Layout of one qkv row (3·NH·HS floats): all heads' q, then all k, then all v; head h's q
 // is at [h·HS, (h+1)·HS), its k at NH·HS + h·HS, its v at 2·NH·HS + h·HS. The output row
 // (NH·HS) is the heads' y side by side.
 #pragma once
-#include <vector>
-#include "common.cuh"
+#include "layers/common.cuh"  // Device, ceil_div, cudaCheck
 
 struct AttentionShape {
     int B, T, NH, HS;
@@ -104,43 +106,43 @@ __global__ void attention_forward_kernel1(float* out, float* att, const float* q
 //      dS is scratch), and dq_i
 //   2. per key column j: dk_j and dv_j (a column sum over queries, so no two threads collide)
 //   3. per mask entry: dM_ij = sum over b (and h when shared) of dS_ij σ(-M_ij)
-// With dout = nullptr, dpreatt comes in already holding dS (a loss placed on the scores
+// With dout = nullptr, dscores comes in already holding dS (a loss placed on the scores
 // themselves, as the qk-opt initialisation does): step 1 then only computes dq, and dv is not
 // touched.
 
 template <typename F>
-__host__ __device__ inline void attention_row_backward(F* dqkv, F* dpreatt_row, const F* dout, const F* qkv,
+__host__ __device__ inline void attention_row_backward(F* dqkv, F* dscores_row, const F* dout, const F* qkv,
                                                        const F* att_row, AttentionShape s, int b, int h, int i) {
     const int T = s.T, HS = s.HS, row = 3 * s.NH * s.HS;
     const F scale = F(1) / sqrt(F(HS));
     if (dout) {
         const F* dy = dout + ((size_t)b * T + i) * s.NH * HS + h * HS;
-        // dA_ij = dy_i . v_j, held in dpreatt_row for now; then sum_k A_ik dA_ik
+        // dA_ij = dy_i . v_j, held in dscores_row for now; then sum_k A_ik dA_ik
         F weighted = 0;
         for (int j = 0; j < T; j++) {
             const F* v = qkv + ((size_t)b * T + j) * row + 2 * s.NH * HS + h * HS;
             F da = 0;
             for (int d = 0; d < HS; d++) da += dy[d] * v[d];
-            dpreatt_row[j] = da;
+            dscores_row[j] = da;
             weighted += att_row[j] * da;
         }
         // dS_ij = A_ij (dA_ij - sum_k A_ik dA_ik): zero where A is zero (causal)
-        for (int j = 0; j < T; j++) dpreatt_row[j] = att_row[j] * (dpreatt_row[j] - weighted);
+        for (int j = 0; j < T; j++) dscores_row[j] = att_row[j] * (dscores_row[j] - weighted);
     }
     F* dq = dqkv + ((size_t)b * T + i) * row + h * HS;
     for (int j = 0; j < T; j++) {
         const F* k = qkv + ((size_t)b * T + j) * row + s.NH * HS + h * HS;
-        for (int d = 0; d < HS; d++) dq[d] += dpreatt_row[j] * k[d] * scale;
+        for (int d = 0; d < HS; d++) dq[d] += dscores_row[j] * k[d] * scale;
     }
 }
 
 template <typename F>
-__host__ __device__ inline void attention_column_backward(F* dqkv, const F* dpreatt, const F* dout, const F* qkv,
+__host__ __device__ inline void attention_column_backward(F* dqkv, const F* dscores, const F* dout, const F* qkv,
                                                           const F* att, AttentionShape s, int b, int h, int j) {
     const int T = s.T, HS = s.HS, row = 3 * s.NH * s.HS;
     const F scale = F(1) / sqrt(F(HS));
-    const F* att_bh = att + ((size_t)b * s.NH + h) * T * T;       // (T,T)
-    const F* ds_bh = dpreatt + ((size_t)b * s.NH + h) * T * T;    // (T,T)
+    const F* att_bh = att + ((size_t)b * s.NH + h) * T * T;      // (T,T)
+    const F* ds_bh = dscores + ((size_t)b * s.NH + h) * T * T;  // (T,T)
     F* dk = dqkv + ((size_t)b * T + j) * row + s.NH * HS + h * HS;
     F* dv = dqkv + ((size_t)b * T + j) * row + 2 * s.NH * HS + h * HS;
     for (int i = 0; i < T; i++) {
@@ -154,21 +156,21 @@ __host__ __device__ inline void attention_column_backward(F* dqkv, const F* dpre
 }
 
 template <typename F>
-__host__ __device__ inline void attention_mask_entry_backward(F* dmask, const F* dpreatt, const F* mask,
+__host__ __device__ inline void attention_mask_entry_backward(F* dmask, const F* dscores, const F* mask,
                                                               AttentionShape s, int m) {
     // m indexes the mask: (mask_heads, T, T); shared masks sum over heads too
     const int TT = s.T * s.T, ij = m % TT, mh = m / TT;
     const int h_first = s.mask_heads == 1 ? 0 : mh, h_last = s.mask_heads == 1 ? s.NH - 1 : mh;
     F sum = 0;
     for (int b = 0; b < s.B; b++)
-        for (int h = h_first; h <= h_last; h++) sum += dpreatt[((size_t)b * s.NH + h) * TT + ij];
+        for (int h = h_first; h <= h_last; h++) sum += dscores[((size_t)b * s.NH + h) * TT + ij];
     dmask[m] += sum * sigmoid_of_minus(mask[m]);
 }
 
 template <typename F>
-void attention_backward_cpu(F* dqkv, F* dmask, F* dpreatt, const F* dout, const F* qkv, const F* att,
+void attention_backward_cpu(F* dqkv, F* dmask, F* dscores, const F* dout, const F* qkv, const F* att,
                             const F* mask, AttentionShape s) {
-    // dqkv (B,T,3·NH·HS), dmask like mask, dpreatt (B,NH,T,T) scratch for dS, dout (B,T,NH·HS),
+    // dqkv (B,T,3·NH·HS), dmask like mask, dscores (B,NH,T,T) dS (written here), dout (B,T,NH·HS),
     // qkv (B,T,3·NH·HS), att (B,NH,T,T)
     const int T = s.T;
     #pragma omp parallel for collapse(2)
@@ -176,76 +178,53 @@ void attention_backward_cpu(F* dqkv, F* dmask, F* dpreatt, const F* dout, const 
         for (int h = 0; h < s.NH; h++) {
             for (int i = 0; i < T; i++) {
                 size_t r = (((size_t)b * s.NH + h) * T + i) * T;
-                attention_row_backward(dqkv, dpreatt + r, dout, qkv, att + r, s, b, h, i);
+                attention_row_backward(dqkv, dscores + r, dout, qkv, att + r, s, b, h, i);
             }
-            for (int j = 0; j < T; j++) attention_column_backward(dqkv, dpreatt, dout, qkv, att, s, b, h, j);
+            for (int j = 0; j < T; j++) attention_column_backward(dqkv, dscores, dout, qkv, att, s, b, h, j);
         }
     if (s.mask_heads == 0) return;
     #pragma omp parallel for
-    for (int m = 0; m < s.mask_heads * T * T; m++) attention_mask_entry_backward(dmask, dpreatt, mask, s, m);
+    for (int m = 0; m < s.mask_heads * T * T; m++) attention_mask_entry_backward(dmask, dscores, mask, s, m);
 }
 
-__global__ void attention_backward_rows_kernel1(float* dqkv, float* dpreatt, const float* dout, const float* qkv,
+__global__ void attention_backward_rows_kernel1(float* dqkv, float* dscores, const float* dout, const float* qkv,
                                                 const float* att, AttentionShape s) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per (b, h, i)
     if (idx >= s.B * s.NH * s.T) return;
     int i = idx % s.T, h = (idx / s.T) % s.NH, b = idx / (s.T * s.NH);
-    attention_row_backward(dqkv, dpreatt + (size_t)idx * s.T, dout, qkv, att + (size_t)idx * s.T, s, b, h, i);
+    attention_row_backward(dqkv, dscores + (size_t)idx * s.T, dout, qkv, att + (size_t)idx * s.T, s, b, h, i);
 }
 
-__global__ void attention_backward_columns_kernel1(float* dqkv, const float* dpreatt, const float* dout,
+__global__ void attention_backward_columns_kernel1(float* dqkv, const float* dscores, const float* dout,
                                                    const float* qkv, const float* att, AttentionShape s) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per (b, h, j)
     if (idx >= s.B * s.NH * s.T) return;
     int j = idx % s.T, h = (idx / s.T) % s.NH, b = idx / (s.T * s.NH);
-    attention_column_backward(dqkv, dpreatt, dout, qkv, att, s, b, h, j);
+    attention_column_backward(dqkv, dscores, dout, qkv, att, s, b, h, j);
 }
 
-__global__ void attention_backward_mask_kernel1(float* dmask, const float* dpreatt, const float* mask,
+__global__ void attention_backward_mask_kernel1(float* dmask, const float* dscores, const float* mask,
                                                 AttentionShape s) {
     int m = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per mask entry
-    if (m < s.mask_heads * s.T * s.T) attention_mask_entry_backward(dmask, dpreatt, mask, s, m);
+    if (m < s.mask_heads * s.T * s.T) attention_mask_entry_backward(dmask, dscores, mask, s, m);
 }
 
 inline void attention_forward(Device dev, float* out, float* att, const float* qkv, const float* mask,
                               AttentionShape s) {
     if (dev == DEVICE_CPU) return attention_forward_cpu(out, att, qkv, mask, s);
-    attention_forward_kernel1<<<ceil_div(s.B * s.NH * s.T, 128), 128>>>(out, att, qkv, mask, s);
+    attention_forward_kernel1<<<ceil_div((size_t)s.B * s.NH * s.T, 128), 128>>>(out, att, qkv, mask, s);
     cudaCheck(cudaGetLastError());
 }
 
-inline void attention_backward(Device dev, float* dqkv, float* dmask, float* dpreatt, const float* dout,
+inline void attention_backward(Device dev, float* dqkv, float* dmask, float* dscores, const float* dout,
                                const float* qkv, const float* att, const float* mask, AttentionShape s) {
-    if (dev == DEVICE_CPU) return attention_backward_cpu(dqkv, dmask, dpreatt, dout, qkv, att, mask, s);
+    if (dev == DEVICE_CPU) return attention_backward_cpu(dqkv, dmask, dscores, dout, qkv, att, mask, s);
     int rows = s.B * s.NH * s.T;
-    attention_backward_rows_kernel1<<<ceil_div(rows, 128), 128>>>(dqkv, dpreatt, dout, qkv, att, s);
+    attention_backward_rows_kernel1<<<ceil_div(rows, 128), 128>>>(dqkv, dscores, dout, qkv, att, s);
     cudaCheck(cudaGetLastError());
-    attention_backward_columns_kernel1<<<ceil_div(rows, 128), 128>>>(dqkv, dpreatt, dout, qkv, att, s);
+    attention_backward_columns_kernel1<<<ceil_div(rows, 128), 128>>>(dqkv, dscores, dout, qkv, att, s);
     cudaCheck(cudaGetLastError());
     if (s.mask_heads == 0) return;
-    attention_backward_mask_kernel1<<<ceil_div(s.mask_heads * s.T * s.T, 128), 128>>>(dmask, dpreatt, mask, s);
+    attention_backward_mask_kernel1<<<ceil_div((size_t)s.mask_heads * s.T * s.T, 128), 128>>>(dmask, dscores, mask, s);
     cudaCheck(cudaGetLastError());
-}
-
-// ----------------------------------------------------------------------------
-// The prior's structure G: which keys each query may attend to. One (T,T) matrix of 0/1 for
-// every head, or one per head (NH,T,T). A task gives one; --mask-structure reads one from a file.
-
-struct Structure {
-    int heads = 1, T = 0;
-    std::vector<float> g;  // (heads,T,T) of 0/1
-    const float* head(int h) const { return g.data() + (size_t)(heads == 1 ? 0 : h) * T * T; }
-};
-
-// Prior mass (DESIGN.md section 7): the mean attention weight that a query puts on the keys
-// its structure G allows, averaged over batch, heads and queries. Host only; att on the host.
-inline double attention_prior_mass(const float* att, const Structure& G, int B, int NH, int T) {
-    // att (B,NH,T,T)
-    double total = 0;
-    for (size_t r = 0; r < (size_t)B * NH * T; r++) {
-        const float* g = G.head((int)(r / T % NH));
-        int i = (int)(r % T);
-        for (int j = 0; j < T; j++) total += att[r * T + j] * g[i * T + j];
-    }
-    return total / ((double)B * NH * T);
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # make table-arithmetic, or experiments/arithmetic_table.sh [--paper] [--seeds N]: arithmetic
-# with little data (DESIGN.md 4.2). Trains add3 at data fractions 0.002, 0.004, 0.01 (the
+# with little data (docs/method.md, "The tasks and their G"). Trains add3 at data fractions 0.002, 0.004, 0.01 (the
 # issue's) and 0.0005, 0.001 (below them, where the default stops learning at the CPU size)
 # and mul2 at 0.03, 0.1, 0.3 with the default, qk-svd, qk-opt and mask inits for seeds 1..N (3 unless
 # --seeds says otherwise), then prints mean ± std of the held-out sequence and digit accuracy

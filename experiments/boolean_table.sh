@@ -7,7 +7,7 @@
 #   default: the CPU-sized model of make run (C 32, L 2, NH 2, HS 16, MLP 32, batch 64,
 #            1500 steps, Adam + L2, lr 1e-3, wd 1e-3, c 6): 36 runs, about 10 minutes on a
 #            2-core CPU.
-#   --paper: GOTU's model (DESIGN.md 4.1): C 256, L 12, NH 6, HS 64, MLP 256, batch 256, Adam
+#   --paper: GOTU's model: C 256, L 12, NH 6, HS 64, MLP 256, batch 256, Adam
 #            + L2, lr 1e-5 (cyclic3 2e-5), wd 1e-3, 20 / 30 / 80 epochs. Meant for a GPU.
 # Runs land in runs/table-boolean/cpu or .../paper; a run whose metrics.json exists is kept,
 # so an interrupted table continues where it stopped (delete the folder to start over).

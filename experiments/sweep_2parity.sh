@@ -2,7 +2,7 @@
 # experiments/sweep_2parity.sh [SEEDS="1 2"]: where does the mask's effect on 2parity come
 # from, or why does it not come? One setting at a time is changed from the base setting (the
 # make-run model: C 32, L 2, NH 2, HS 16, MLP 32, batch 64, 1500 steps, Adam + L2, lr 1e-3,
-# wd 1e-3, c 6, DESIGN.md's G, shared mask in every layer, token lookup, MSE), and every
+# wd 1e-3, c 6, the task's own G, shared mask in every layer, token lookup, MSE), and every
 # setting is trained with the mask init, and with the default init where the setting changes
 # the model or its training rather than G. Two maj3 settings at the end test the README's
 # explanation of why the mask helps maj3 and not 2parity. Runs that finished before are kept

@@ -1,5 +1,5 @@
 // tasks/arithmetic.h: the arithmetic tasks in the setup of Lee et al., "Teaching Arithmetic
-// to Small Transformers" (DESIGN.md 4.2), for a causal decoder.
+// to Small Transformers", for a causal decoder (docs/method.md, "The tasks and their G").
 //
 //   task  answer   operands (D digits)  operand pairs N   example string (length 2D + 8)
 //   add3  a + b    a, b in 0..999       10^6              $123+456=9750$   579 -> 0579 -> 9750
@@ -29,7 +29,7 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-#include "task.h"
+#include "tasks/task.h"  // Task, Metrics, EpochOrder
 
 enum ArithOp { ARITH_ADD, ARITH_MUL };
 
@@ -322,7 +322,7 @@ struct ArithmeticTask : Task {
     // operand digits k and k-1 of a and b (those that exist), itself (c_{k-1}) and q - 1.
     // Digit i of a sits at 1 + (D-1-i), of b at D + 2 + (D-1-i). The last position (holding
     // c_3, predicting '$') keys itself and q - 1. Prompt positions p < e keep a local causal
-    // band: p-2, p-1, p. (mul2 gets the same, addition-shaped prior, as DESIGN.md 4.2 has it.)
+    // band: p-2, p-1, p. (mul2 gets the same, addition-shaped prior: docs/results.md measures it.)
     std::vector<float> structure() const override {
         const int T = seq_len, D = digits;
         std::vector<float> G(T * T, 0.0f);

@@ -1,4 +1,4 @@
-// tasks/boolean.h: the Boolean GOTU tasks (Abbe, Bengio, Lotfi, Rizk, ICML 2023), DESIGN.md 4.1.
+// tasks/boolean.h: the Boolean GOTU tasks (Abbe, Bengio, Lotfi, Rizk, ICML 2023).
 // Inputs x in {-1,+1}^15 as tokens [CLS, x0..x14] (T = 16): bit b is token (b+1)/2 and CLS
 // is token 2. Train on the seen domain only; evaluate on the whole cube of 2^15 points.
 //
@@ -13,7 +13,7 @@
 #pragma once
 #include <cmath>
 #include <stdexcept>
-#include "task.h"
+#include "tasks/task.h"  // Task, Metrics, EpochOrder
 
 constexpr int BOOL_BITS = 15;
 constexpr int BOOL_POINTS = 1 << BOOL_BITS;  // 32768
@@ -117,8 +117,8 @@ struct BooleanTask : Task {
 
     // G over positions [CLS, x0..x14]: position 0 is CLS, position i+1 is bit x_i; row = query.
     // "All pairs" and "CLS with all" go both ways. cyclic3's bit x_i attends to the keys of its
-    // own monomial, x_i, x_{i+1}, x_{i+2}, one way: measured, this directed reading of DESIGN.md
-    // 4.1 fits cyclic3 better than the symmetric one (README, results).
+    // own monomial, x_i, x_{i+1}, x_{i+2}, one way: measured, this directed G fits cyclic3
+    // better than the symmetric one (docs/results.md).
     std::vector<float> structure() const override {
         const int T = seq_len;
         std::vector<float> G(T * T, 0.0f);

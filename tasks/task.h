@@ -1,4 +1,4 @@
-// tasks/task.h: what a task gives the trainer (DESIGN.md section 4). Host-only C++: no CUDA
+// tasks/task.h: what a task gives the trainer. Host-only C++: no CUDA
 // and nothing of the model, so every task is testable anywhere.
 //   - the shapes: vocabulary, sequence length T, head (regression, classes or next token), outputs
 //   - training examples by index, and the order they come in (seeded shuffled epochs)

@@ -4,7 +4,7 @@
 #   2. the whole test suite, GPU cases included: every kernel against its CPU reference, a
 #      whole training step GPU vs CPU, a short GPU training run that must learn
 #   3. the GPU tests once under compute-sanitizer, memcheck and racecheck
-#   4. the paper-size GOTU model (DESIGN.md 4.1) on 2parity: default, qk-svd and mask init;
+#   4. the paper-size GOTU model on 2parity: default, qk-svd and mask init;
 #      Lee et al.'s model size on add3 at 0.4% of the pairs (1000 steps): default and mask
 #   5. the same model and batch timed in PyTorch eager and torch.compile against ours
 # then one summary table. Output also goes to $OUT (default /tmp/maskprior-gpu-check).

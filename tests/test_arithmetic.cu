@@ -1,9 +1,7 @@
-// The arithmetic tasks (DESIGN.md 4.2) against hand-written strings and matrices, their
+// The arithmetic tasks (docs/method.md, "The tasks and their G") against hand-written strings and matrices, their
 // train/test split and data files, and greedy decoding with fake models.
 // Host-only: doctest and the task headers, nothing of CUDA.
 #include <doctest/doctest.h>
-#include <stdlib.h>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -12,6 +10,7 @@
 #include <vector>
 #include "tasks/arithmetic.h"
 #include "tasks/decode.h"
+#include "temp_dir.h"
 
 // The message of the std::runtime_error that f throws, or "" when it throws none.
 static std::string runtime_error_of(const std::function<void()>& f) {
@@ -41,22 +40,6 @@ static std::string example_text(const ArithmeticTask& task, bool train, int inde
     for (int t : tokens) s += task.token_text(t);
     return s + task.token_text((int)targets.back());
 }
-
-// A temporary folder for data files, removed with everything in it.
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char name[] = "/tmp/maskprior-arith-XXXXXX";
-        REQUIRE(mkdtemp(name) != nullptr);
-        path = name;
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-    std::string write(const std::string& file, const std::string& text) const {
-        std::string full = path + "/" + file;
-        std::ofstream(full) << text;
-        return full;
-    }
-};
 
 TEST_CASE("arithmetic strings by hand: padded operands, answer padded to 4 and reversed") {
     CHECK(arithmetic_string(ARITH_ADD, 123, 456) == "$123+456=9750$");  // 579 -> 0579 -> 9750

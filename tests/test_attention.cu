@@ -2,6 +2,7 @@
 // gradient dM, shared by heads or per head, causal or not, and the forward by hand.
 #include "test_util.h"
 #include "attention.cuh"
+#include "prior/structure.h"
 
 static void check_attention(AttentionShape s, uint64_t seed) {
     Rng rng(seed);
@@ -9,7 +10,7 @@ static void check_attention(AttentionShape s, uint64_t seed) {
     auto qkv = random_vector<double>((size_t)s.B * s.T * row, rng, 1.5f);
     auto mask = random_vector<double>((size_t)std::max(1, s.mask_heads) * s.T * s.T, rng, 3.0f);
     auto w = random_vector<double>((size_t)s.B * s.T * s.NH * s.HS, rng);
-    std::vector<double> out(w.size()), att((size_t)s.B * s.NH * s.T * s.T), dpreatt(att.size());
+    std::vector<double> out(w.size()), att((size_t)s.B * s.NH * s.T * s.T), dscores(att.size());
     std::vector<double> dqkv(qkv.size(), 0), dmask(mask.size(), 0);
     const double* m = s.mask_heads ? mask.data() : nullptr;
     auto loss = [&] {
@@ -17,7 +18,7 @@ static void check_attention(AttentionShape s, uint64_t seed) {
         return weighted_sum(out, w);
     };
     loss();
-    attention_backward_cpu(dqkv.data(), dmask.data(), dpreatt.data(), w.data(), qkv.data(), att.data(), m, s);
+    attention_backward_cpu(dqkv.data(), dmask.data(), dscores.data(), w.data(), qkv.data(), att.data(), m, s);
     check_gradient("dqkv", qkv, dqkv, loss);
     if (s.mask_heads) check_gradient("dmask", mask, dmask, loss);
 }

@@ -2,7 +2,7 @@
 // files a run leaves, checkpoint round trips, and bit-exact resume. Runs ./maskprior.
 #include <fstream>
 #include "test_util.h"
-#include "safetensors.cuh"
+#include "run/safetensors.h"
 
 static const std::string TINY = "./maskprior --device cpu --width 8 --layers 1 --heads 2 --head-size 4 --mlp 8 ";
 
@@ -37,6 +37,8 @@ TEST_CASE("bad command lines get one clear line and exit code 2") {
     expect_error("--steps 10 --epochs 2", "not both");
     expect_error("--mask-per-head", "--mask-per-head needs --init mask");
     expect_error("--batch 100000000 --width 4096", "too large");
+    // the vocabulary counts too: B·T·V = 12e6·13·14 passes 2^31 where B·T·max(C, 3·NH·HS, NH·T) does not
+    expect_error("--task add3 --batch 12000000 --width 1 --heads 1 --head-size 1 --mlp 1", "too large");
     expect_error("stray", "unexpected argument");
     expect_error("--prior-layers some", "--prior-layers must be one of");
     expect_error("--qk-opt-steps 0", "--qk-opt-steps must be at least 1");
@@ -45,66 +47,73 @@ TEST_CASE("bad command lines get one clear line and exit code 2") {
 
 TEST_CASE("bad --mask-structure files get one clear line and exit code 2") {
     expect_error("--init mask --mask-structure /nonexistent/G.txt", "cannot read --mask-structure file");
-    expect_error("--init default --mask-structure /tmp/any.txt", "--mask-structure needs --init mask, qk-svd or qk-opt");
-    { std::ofstream("/tmp/maskprior_G_short.txt") << "1 0 1\n0 1 0\n"; }
-    expect_error("--task maj3 --init mask --mask-structure /tmp/maskprior_G_short.txt", "has 6 entries");
-    { std::ofstream("/tmp/maskprior_G_bad.txt") << "# a comment\n1 0\n0 2\n"; }
-    expect_error("--task maj3 --init mask --mask-structure /tmp/maskprior_G_bad.txt", "line 3: '2' is not 0 or 1");
+    expect_error("--init default --mask-structure /tmp/any.txt",
+                 "--mask-structure needs --init mask, qk-svd or qk-opt");
+    { std::ofstream(TMP_PREFIX + "G_short.txt") << "1 0 1\n0 1 0\n"; }
+    expect_error("--task maj3 --init mask --mask-structure " + TMP_PREFIX + "G_short.txt", "has 6 entries");
+    { std::ofstream(TMP_PREFIX + "G_bad.txt") << "# a comment\n1 0\n0 2\n"; }
+    expect_error("--task maj3 --init mask --mask-structure " + TMP_PREFIX + "G_bad.txt", "line 3: '2' is not 0 or 1");
     {   // one G per head (2 heads) needs --mask-per-head for the mask init
-        std::ofstream f("/tmp/maskprior_G_heads.txt");
+        std::ofstream f(TMP_PREFIX + "G_heads.txt");
         for (int k = 0; k < 2 * 16 * 16; k++) f << (k % 17 == 0 ? "1 " : "0 ");
     }
-    expect_error("--task maj3 --init mask --mask-structure /tmp/maskprior_G_heads.txt", "add --mask-per-head");
+    expect_error("--task maj3 --init mask --mask-structure " + TMP_PREFIX + "G_heads.txt", "add --mask-per-head");
 }
 
 TEST_CASE("bad checkpoints get one clear line and exit code 2") {
     expect_error("--resume /nonexistent/model.safetensors", "cannot open");
-    { std::ofstream("/tmp/maskprior_garbage.safetensors") << "not a checkpoint at all, no no"; }
-    expect_error("--resume /tmp/maskprior_garbage.safetensors", "not a safetensors file");
+    { std::ofstream(TMP_PREFIX + "garbage.safetensors") << "not a checkpoint at all, no no"; }
+    expect_error("--resume " + TMP_PREFIX + "garbage.safetensors", "not a safetensors file");
     {   // a valid length followed by broken JSON
-        std::ofstream f("/tmp/maskprior_badjson.safetensors", std::ios::binary);
+        std::ofstream f(TMP_PREFIX + "badjson.safetensors", std::ios::binary);
         uint64_t n = 10;
         f.write((const char*)&n, 8);
         f << "{\"a\": [1, ";
     }
-    expect_error("--resume /tmp/maskprior_badjson.safetensors", "corrupt header");
+    expect_error("--resume " + TMP_PREFIX + "badjson.safetensors", "corrupt header");
 
     // a real checkpoint, then the same file cut short, and a run of another shape
-    REQUIRE(run_command(TINY + "--task maj3 --steps 2 --out /tmp/maskprior_ck").exit_code == 0);
-    std::ifstream in("/tmp/maskprior_ck/model.safetensors", std::ios::binary);
+    REQUIRE(run_command(TINY + "--task maj3 --steps 2 --out " + TMP_PREFIX + "ck").exit_code == 0);
+    std::ifstream in(TMP_PREFIX + "ck/model.safetensors", std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::ofstream("/tmp/maskprior_cut.safetensors", std::ios::binary) << bytes.substr(0, bytes.size() - 100);
-    expect_error("--task maj3 --steps 4 --resume /tmp/maskprior_cut.safetensors", "outside the file");
+    std::ofstream(TMP_PREFIX + "cut.safetensors", std::ios::binary) << bytes.substr(0, bytes.size() - 100);
+    expect_error("--task maj3 --steps 4 --resume " + TMP_PREFIX + "cut.safetensors", "outside the file");
     CommandResult r = run_command("./maskprior --device cpu --width 16 --layers 1 --heads 2 --head-size 4 --mlp 8 "
-                                  "--steps 4 --resume /tmp/maskprior_ck/model.safetensors", true);
+                                  "--steps 4 --resume " + TMP_PREFIX + "ck/model.safetensors", true);
     CHECK(r.exit_code == 2);
     CHECK(r.out.find("width=8, but this run has width=16") != std::string::npos);
-    expect_error("--task 2parity --steps 4 --resume /tmp/maskprior_ck/model.safetensors", "task=maj3");
-    expect_error("--task maj3 --optimizer adam --steps 4 --resume /tmp/maskprior_ck/model.safetensors",
+    expect_error("--task 2parity --steps 4 --resume " + TMP_PREFIX + "ck/model.safetensors", "task=maj3");
+    expect_error("--task maj3 --optimizer adam --steps 4 --resume " + TMP_PREFIX + "ck/model.safetensors",
                  "optimizer=adamw");
-    expect_error("--task maj3 --encoding scalar --steps 4 --resume /tmp/maskprior_ck/model.safetensors",
+    expect_error("--task maj3 --encoding scalar --steps 4 --resume " + TMP_PREFIX + "ck/model.safetensors",
                  "encoding=token, but this run has encoding=scalar");
-    expect_error("--task maj3 --loss logistic --steps 4 --resume /tmp/maskprior_ck/model.safetensors",
+    expect_error("--task maj3 --loss logistic --steps 4 --resume " + TMP_PREFIX + "ck/model.safetensors",
                  "loss=mse, but this run has loss=logistic");
 }
 
 TEST_CASE("a run leaves metrics.json, log.jsonl and a checkpoint with the documented tensors") {
     CommandResult r = run_command(TINY + "--task 2parity --init mask --mask-per-head --steps 4 --eval-every 2 "
-                                         "--out /tmp/maskprior_files");
+                                         "--out " + TMP_PREFIX + "files");
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("training on the CPU") != std::string::npos);
-    std::ifstream metrics_file("/tmp/maskprior_files/metrics.json");
+    std::ifstream metrics_file(TMP_PREFIX + "files/metrics.json");
     nlohmann::json metrics = nlohmann::json::parse(metrics_file);
-    for (const char* key : {"task", "init", "seed", "encoding", "loss", "steps", "device", "seconds", "acc_cube", "acc_unseen",
-                            "exact_cube", "mse_cube", "mse_unseen", "mdi_agreement", "prior_mass"})
+    for (const char* key : {"task", "init", "seed", "encoding", "loss", "steps", "device", "seconds", "acc_cube",
+                            "acc_unseen", "exact_cube", "mse_cube", "mse_unseen", "mdi_agreement", "prior_mass"})
         CHECK_MESSAGE(metrics.contains(key), key);
+    // how the run was made: the command line, the commit, the device, the CPU's vector width and threads
+    CHECK(metrics["command"].get<std::string>().find("--task 2parity --init mask") != std::string::npos);
+    CHECK(!metrics["git_commit"].get<std::string>().empty());
+    CHECK(metrics["device"].get<std::string>().find("(CPU)") != std::string::npos);
+    CHECK(metrics["cpu_vector_bits"].get<int>() >= 128);
+    CHECK(metrics["threads"].get<int>() >= 1);
     CHECK(metrics["prior_mass"].size() == 1);
-    std::ifstream log("/tmp/maskprior_files/log.jsonl");
+    std::ifstream log(TMP_PREFIX + "files/log.jsonl");
     int lines = 0;
     for (std::string line; std::getline(log, line); lines++) CHECK(nlohmann::json::parse(line).contains("step"));
     CHECK(lines == 3);  // steps 0, 2, 4
 
-    StFile ck = safetensors_read("/tmp/maskprior_files/model.safetensors");
+    StFile ck = safetensors_read(TMP_PREFIX + "files/model.safetensors");
     CHECK(ck.metadata["mask"] == "head");
     CHECK(ck.metadata["step"] == "4");
     CHECK(ck.metadata["head_type"] == "regression");
@@ -124,7 +133,7 @@ TEST_CASE("a run leaves metrics.json, log.jsonl and a checkpoint with the docume
 
 TEST_CASE("every init runs, reports its step-0 match and leaves the persistence metrics and pictures") {
     {   // G: every position with itself, and CLS with x0 (one G shared by both heads)
-        std::ofstream f("/tmp/maskprior_G.txt");
+        std::ofstream f(TMP_PREFIX + "G.txt");
         for (int i = 0; i < 16; i++) {
             for (int j = 0; j < 16; j++) f << (i == j || (i < 2 && j < 2) ? "1 " : "0 ");
             f << "\n";
@@ -132,14 +141,14 @@ TEST_CASE("every init runs, reports its step-0 match and leaves the persistence 
     }
     for (const char* init : {"default", "mask", "qk-svd", "qk-opt", "mimetic"}) {
         std::string extra = std::string(init) == "default" || std::string(init) == "mimetic"
-                                ? "" : " --mask-structure /tmp/maskprior_G.txt --prior-layers first";
+                                ? "" : " --mask-structure " + TMP_PREFIX + "G.txt --prior-layers first";
         CommandResult r = run_command(TINY + "--task 2parity --steps 4 --eval-every 2 --qk-opt-steps 20 --layers 2 "
-                                             "--init " + init + extra + " --out /tmp/maskprior_init_" + init);
+                                             "--init " + init + extra + " --out " + TMP_PREFIX + "init_" + init);
         CAPTURE(init);
         CAPTURE(r.out);
         REQUIRE(r.exit_code == 0);
         CHECK(r.out.find("step-0 check") != std::string::npos);
-        const std::string dir = std::string("/tmp/maskprior_init_") + init;
+        const std::string dir = std::string(TMP_PREFIX + "init_") + init;
         std::ifstream log(dir + "/log.jsonl");
         std::string first;
         std::getline(log, first);
@@ -169,7 +178,7 @@ TEST_CASE("every init runs, reports its step-0 match and leaves the persistence 
 // Runs `run` for `total` steps straight, and for `half` steps and then resumed to `total`:
 // the two checkpoints must be identical, bit for bit. Returns the resumed one.
 static StFile expect_resume_bit_exact(const std::string& run, int half, int total, const std::string& tag) {
-    const std::string whole_dir = "/tmp/maskprior_" + tag + "_whole", half_dir = "/tmp/maskprior_" + tag + "_half";
+    const std::string whole_dir = TMP_PREFIX + tag + "_whole", half_dir = TMP_PREFIX + tag + "_half";
     REQUIRE(run_command(run + "--steps " + std::to_string(total) + " --out " + whole_dir).exit_code == 0);
     REQUIRE(run_command(run + "--steps " + std::to_string(half) + " --out " + half_dir).exit_code == 0);
     REQUIRE(run_command(run + "--steps " + std::to_string(total) + " --out " + half_dir + " --resume " + half_dir +
@@ -198,22 +207,22 @@ TEST_CASE("--resume: scalar encoding and logistic loss continue bit-exactly; old
 
     // a checkpoint written before "mask_layers", "encoding" and "loss" existed resumes as all
     // layers, token encoding, MSE
-    REQUIRE(run_command(run + "--steps 3 --out /tmp/maskprior_old").exit_code == 0);
-    StFile old = safetensors_read("/tmp/maskprior_old/model.safetensors");
+    REQUIRE(run_command(run + "--steps 3 --out " + TMP_PREFIX + "old").exit_code == 0);
+    StFile old = safetensors_read(TMP_PREFIX + "old/model.safetensors");
     old.metadata.erase("mask_layers");
     old.metadata.erase("encoding");
     old.metadata.erase("loss");
-    safetensors_write("/tmp/maskprior_old/model.safetensors", old);
-    CHECK(run_command(run + "--steps 5 --out /tmp/maskprior_old --resume /tmp/maskprior_old/model.safetensors")
+    safetensors_write(TMP_PREFIX + "old/model.safetensors", old);
+    CHECK(run_command(run + "--steps 5 --out " + TMP_PREFIX + "old --resume " + TMP_PREFIX + "old/model.safetensors")
               .exit_code == 0);
-    expect_error("--task maj3 --seed 2 --encoding scalar --steps 5 --resume /tmp/maskprior_old/model.safetensors",
+    expect_error("--task maj3 --seed 2 --encoding scalar --steps 5 --resume " + TMP_PREFIX + "old/model.safetensors",
                  "encoding=token, but this run has encoding=scalar");
 }
 
 TEST_CASE("--dump-state writes the batch, the loss and a gradient for every parameter") {
-    REQUIRE(run_command(TINY + "--task maj3 --init mask --batch 5 --dump-state /tmp/maskprior_dump.safetensors")
+    REQUIRE(run_command(TINY + "--task maj3 --init mask --batch 5 --dump-state " + TMP_PREFIX + "dump.safetensors")
                 .exit_code == 0);
-    StFile dump = safetensors_read("/tmp/maskprior_dump.safetensors");
+    StFile dump = safetensors_read(TMP_PREFIX + "dump.safetensors");
     CHECK(dump.find("batch.inputs")->shape == std::vector<int64_t>{5, 16});
     CHECK(dump.find("batch.targets")->shape == std::vector<int64_t>{5});
     REQUIRE(dump.find("loss"));
@@ -234,8 +243,8 @@ TEST_CASE("--dump-state writes the batch, the loss and a gradient for every para
 
 TEST_CASE("--encoding scalar and --loss logistic: the dump has wval, its gradient and the value table") {
     REQUIRE(run_command(TINY + "--task 2parity --encoding scalar --loss logistic --batch 5 "
-                               "--dump-state /tmp/maskprior_dump_scalar.safetensors").exit_code == 0);
-    StFile dump = safetensors_read("/tmp/maskprior_dump_scalar.safetensors");
+                               "--dump-state " + TMP_PREFIX + "dump_scalar.safetensors").exit_code == 0);
+    StFile dump = safetensors_read(TMP_PREFIX + "dump_scalar.safetensors");
     CHECK(dump.metadata["encoding"] == "scalar");
     CHECK(dump.metadata["loss"] == "logistic");
     REQUIRE(dump.find("wval"));
@@ -250,10 +259,10 @@ TEST_CASE("--encoding scalar and --loss logistic: the dump has wval, its gradien
 
 TEST_CASE("one seed, one result: two CPU runs of the program write identical checkpoints") {
     const std::string run = TINY + "--task maj3 --init mask --steps 6 --eval-every 100 ";
-    REQUIRE(run_command(run + "--out /tmp/maskprior_rep1").exit_code == 0);
-    REQUIRE(run_command("OMP_NUM_THREADS=1 " + run + "--out /tmp/maskprior_rep2").exit_code == 0);
-    StFile a = safetensors_read("/tmp/maskprior_rep1/model.safetensors");
-    StFile b = safetensors_read("/tmp/maskprior_rep2/model.safetensors");
+    REQUIRE(run_command(run + "--out " + TMP_PREFIX + "rep1").exit_code == 0);
+    REQUIRE(run_command("OMP_NUM_THREADS=1 " + run + "--out " + TMP_PREFIX + "rep2").exit_code == 0);
+    StFile a = safetensors_read(TMP_PREFIX + "rep1/model.safetensors");
+    StFile b = safetensors_read(TMP_PREFIX + "rep2/model.safetensors");
     for (const StTensor& t : a.tensors)
         CHECK_MESSAGE(memcmp(t.data.data(), b.find(t.name)->data.data(), t.data.size() * 4) == 0, t.name);
 }
@@ -267,44 +276,44 @@ TEST_CASE("arithmetic: bad flags and bad data files get one clear line and exit 
     expect_error("--task add3 --loss logistic", "--loss logistic needs a regression head");
     expect_error("--task mul2 --data-frac 0.00001", "is no training pair");
     expect_error("--task add3 --train-file /nonexistent/train.txt", "cannot open arithmetic data file");
-    { std::ofstream("/tmp/maskprior_add_bad.txt") << "$123+456=9750$\n$12+34=99$\n"; }
-    expect_error("--task add3 --train-file /tmp/maskprior_add_bad.txt", "maskprior_add_bad.txt line 2");
-    { std::ofstream("/tmp/maskprior_mul_train.txt") << "$12*34=8040$\n7*8=65\n"; }
-    { std::ofstream("/tmp/maskprior_mul_test.txt") << "$07*08=6500$\n"; }
-    expect_error("--task mul2 --train-file /tmp/maskprior_mul_train.txt --test-file /tmp/maskprior_mul_test.txt",
+    { std::ofstream(TMP_PREFIX + "add_bad.txt") << "$123+456=9750$\n$12+34=99$\n"; }
+    expect_error("--task add3 --train-file " + TMP_PREFIX + "add_bad.txt", "maskprior_add_bad.txt line 2");
+    { std::ofstream(TMP_PREFIX + "mul_train.txt") << "$12*34=8040$\n7*8=65\n"; }
+    { std::ofstream(TMP_PREFIX + "mul_test.txt") << "$07*08=6500$\n"; }
+    expect_error("--task mul2 --train-file " + TMP_PREFIX + "mul_train.txt --test-file " + TMP_PREFIX + "mul_test.txt",
                  "is in both the training file");
 }
 
 TEST_CASE("arithmetic end to end: the causal decoder trains, decodes and reports seq_acc, digit_acc and G") {
     CommandResult r = run_command(TINY + "--task mul2 --init mask --data-frac 0.05 --max-test 50 --steps 6 "
-                                         "--eval-every 3 --out /tmp/maskprior_mul2");
+                                         "--eval-every 3 --out " + TMP_PREFIX + "mul2");
     CAPTURE(r.out);
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("train 500 of 10^4 pairs (0.05), test 50 held out") != std::string::npos);
     // G printed once, labelled with a sample row: '=' (emits c0) keys a0, b0 and itself
     CHECK(r.out.find("G on a sample row") != std::string::npos);
-    std::ifstream metrics_file("/tmp/maskprior_mul2/metrics.json");
+    std::ifstream metrics_file(TMP_PREFIX + "mul2/metrics.json");
     nlohmann::json metrics = nlohmann::json::parse(metrics_file);
     for (const char* key : {"seq_acc", "digit_acc", "prior_mass", "mask_drift", "train_examples", "eval_examples"})
         CHECK_MESSAGE(metrics.contains(key), key);
     CHECK(metrics["train_examples"] == 500);
     CHECK(metrics["eval_examples"] == 50);
     CHECK(metrics["loss"] == "cross-entropy");
-    StFile ck = safetensors_read("/tmp/maskprior_mul2/model.safetensors");
+    StFile ck = safetensors_read(TMP_PREFIX + "mul2/model.safetensors");
     CHECK(ck.metadata["head_type"] == "next_token");
     CHECK(ck.metadata["causal"] == "1");
     CHECK(ck.find("head.weight")->shape == std::vector<int64_t>{14, 8});
     for (const char* png : {"structure.png", "attention_final.png", "mask_final.png"})
-        CHECK_MESSAGE(std::ifstream("/tmp/maskprior_mul2/" + std::string(png)).good(), png);
+        CHECK_MESSAGE(std::ifstream(TMP_PREFIX + "mul2/" + std::string(png)).good(), png);
     // a next-token run resumes bit-exactly like the others
     expect_resume_bit_exact(TINY + "--task mul2 --init mask --data-frac 0.05 --max-test 20 --eval-every 100 ", 3, 7,
                             "mul2");
 }
 
 TEST_CASE("--dump-state of the causal decoder: targets and loss mask are (B,T)") {
-    CommandResult r = run_command(TINY + "--task add3 --batch 4 --dump-state /tmp/maskprior_add3_dump.safetensors");
+    CommandResult r = run_command(TINY + "--task add3 --batch 4 --dump-state " + TMP_PREFIX + "add3_dump.safetensors");
     REQUIRE_MESSAGE(r.exit_code == 0, r.out);
-    StFile dump = safetensors_read("/tmp/maskprior_add3_dump.safetensors");
+    StFile dump = safetensors_read(TMP_PREFIX + "add3_dump.safetensors");
     CHECK(dump.find("batch.targets")->shape == std::vector<int64_t>{4, 13});
     const StTensor* mask = dump.find("batch.loss_mask");
     REQUIRE(mask);

@@ -1,10 +1,10 @@
-// GPU kernels against their CPU reference (DESIGN.md section 8), on awkward shapes and on the
-// real ones; a whole training step GPU vs CPU; a short GPU run that must learn. Every case
+// GPU kernels against their CPU reference, on awkward shapes and on the real ones; a whole
+// training step GPU vs CPU; a short GPU run that must learn. Every case
 // skips itself when there is no GPU (make test on a CPU machine); make gpu-check runs them.
 #include <fstream>
 #include "test_util.h"
-#include "init.cuh"
-#include "safetensors.cuh"
+#include "prior/init.cuh"
+#include "run/safetensors.h"
 #include "tasks/arithmetic.h"
 #include "tasks/boolean.h"
 
@@ -203,9 +203,9 @@ TEST_CASE("GPU attention matches the CPU, mask gradient included" * doctest::ski
         auto qkv = random_vector<float>(rows * 3 * s.NH * s.HS, rng);
         auto mask = random_vector<float>((size_t)std::max(1, s.mask_heads) * s.T * s.T, rng, 4);
         auto dout = random_vector<float>(rows * s.NH * s.HS, rng);
-        std::vector<float> out(rows * s.NH * s.HS), att(att_n), dpreatt(att_n);
+        std::vector<float> out(rows * s.NH * s.HS), att(att_n), dscores(att_n);
         auto dqkv = random_vector<float>(qkv.size(), rng), dmask = random_vector<float>(mask.size(), rng);
-        GpuBuffer g_qkv(qkv), g_mask(mask), g_dout(dout), g_out(out), g_att(att), g_dpreatt(dpreatt);
+        GpuBuffer g_qkv(qkv), g_mask(mask), g_dout(dout), g_out(out), g_att(att), g_dscores(dscores);
         GpuBuffer g_dqkv(dqkv), g_dmask(dmask);
         const float* m = s.mask_heads ? mask.data() : nullptr;
         const float* gm = s.mask_heads ? g_mask.ptr : nullptr;
@@ -213,16 +213,16 @@ TEST_CASE("GPU attention matches the CPU, mask gradient included" * doctest::ski
         attention_forward(DEVICE_GPU, g_out.ptr, g_att.ptr, g_qkv.ptr, gm, s);
         expect_close("attention out", g_out.get(), out, REDUCTION);
         expect_close("attention weights", g_att.get(), att, REDUCTION);
-        attention_backward_cpu(dqkv.data(), dmask.data(), dpreatt.data(), dout.data(), qkv.data(), att.data(), m, s);
-        attention_backward(DEVICE_GPU, g_dqkv.ptr, g_dmask.ptr, g_dpreatt.ptr, g_dout.ptr, g_qkv.ptr, g_att.ptr, gm, s);
+        attention_backward_cpu(dqkv.data(), dmask.data(), dscores.data(), dout.data(), qkv.data(), att.data(), m, s);
+        attention_backward(DEVICE_GPU, g_dqkv.ptr, g_dmask.ptr, g_dscores.ptr, g_dout.ptr, g_qkv.ptr, g_att.ptr, gm, s);
         expect_close("attention dqkv", g_dqkv.get(), dqkv, REDUCTION);
         expect_close("attention dmask", g_dmask.get(), dmask, REDUCTION);
         // dS given (dout = nullptr), as the qk-opt fit runs it: dq and dk from the CPU's dS
         AttentionShape no_mask = s;
         no_mask.mask_heads = 0;
         std::vector<float> given(qkv.size(), 0.0f);
-        GpuBuffer g_given(given), g_ds(dpreatt);
-        attention_backward_cpu(given.data(), (float*)nullptr, dpreatt.data(), (const float*)nullptr, qkv.data(),
+        GpuBuffer g_given(given), g_ds(dscores);
+        attention_backward_cpu(given.data(), (float*)nullptr, dscores.data(), (const float*)nullptr, qkv.data(),
                                att.data(), (const float*)nullptr, no_mask);
         attention_backward(DEVICE_GPU, g_given.ptr, nullptr, g_ds.ptr, nullptr, g_qkv.ptr, g_att.ptr, nullptr, no_mask);
         expect_close("attention dqkv, dS given", g_given.get(), given, REDUCTION);
@@ -248,7 +248,7 @@ TEST_CASE("the qk-opt fit on the GPU matches the CPU's" * doctest::skip(NO_GPU))
         std::vector<float> host = init;
         buffer_copy(model.params_mem, dev, host.data(), DEVICE_CPU, model.num_params);
         AttentionInputs E = first_attention_inputs(model, tokens, 64);
-        fits[dev] = init_qk_opt(model, host.data(), E, G, 6.0f, c.L, 200);
+        fits[dev] = init_qk_opt(model, host.data(), E, G, 6.0f, 200);
         buffer_copy(model.params_mem, dev, host.data(), DEVICE_CPU, model.num_params);
         checks[dev] = init_check(model, tokens, 64, G, 6.0f);
         model_free(model);
@@ -403,9 +403,9 @@ TEST_CASE("a training step of the causal decoder on add3: GPU matches the CPU" *
 
 TEST_CASE("a short GPU training run on maj3 fits the seen domain" * doctest::skip(NO_GPU)) {
     CommandResult r = run_command("./maskprior --device cuda --task maj3 --init mask --steps 400 --eval-every 400 "
-                                  "--out /tmp/maskprior_gpu_run");
+                                  "--out " + TMP_PREFIX + "gpu_run");
     REQUIRE_MESSAGE(r.exit_code == 0, r.out);
-    std::ifstream f("/tmp/maskprior_gpu_run/metrics.json");
+    std::ifstream f(TMP_PREFIX + "gpu_run/metrics.json");
     nlohmann::json metrics = nlohmann::json::parse(f);
     CHECK(metrics["final_loss"].get<double>() < 0.05);
     CHECK(metrics["device"].get<std::string>().find("CUDA") != std::string::npos);

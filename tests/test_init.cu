@@ -1,13 +1,13 @@
-// The initialisations of DESIGN.md section 5 and what measures them: the linear algebra of
+// The initialisations (docs/method.md, "The inits") and what measures them: the linear algebra of
 // qk-svd, the attention backward with a given dS that qk-opt uses, each init's first attention
 // against the target pattern, the persistence metrics on hand-made cases, and the PNG writer.
 #define STB_IMAGE_STATIC
 #define STB_IMAGE_IMPLEMENTATION
 #include <stb/stb_image.h>
 #include "test_util.h"
-#include "init.cuh"
-#include "persistence.cuh"
-#include "pictures.h"
+#include "prior/init.cuh"
+#include "prior/persistence.cuh"
+#include "run/pictures.h"
 #include "tasks/boolean.h"
 
 static Matrix random_matrix(int rows, int cols, Rng& rng) {
@@ -107,7 +107,7 @@ struct InitFixture {
 TEST_CASE("qk-svd: the first attention starts at softmax(c·G)") {
     InitFixture f;
     CHECK(f.E.distinct.rows == 1 + 2 * 15);  // CLS, and each bit position with token 0 and 1
-    init_qk_svd(f.c, f.host.data(), f.E, f.G, 6.0f, f.c.L);
+    init_qk_svd(f.c, f.host.data(), f.E, f.G, 6.0f);
     f.upload();
     InitCheck check = init_check(f.model, f.tokens, InitFixture::N, f.G, 6.0f);
     MESSAGE("qk-svd: prior mass " << check.prior_mass << " (P " << check.target_mass << "), mean |A - P| "
@@ -116,7 +116,7 @@ TEST_CASE("qk-svd: the first attention starts at softmax(c·G)") {
     CHECK(check.mean_abs_diff < 0.01);
     CHECK(std::fabs(check.prior_mass - check.target_mass) < 0.02);
     ParamTensors p = param_bind(f.c, f.host.data());
-    for (int o = 0; o < 2 * f.c.AH(); o++) CHECK(p.qkvb[o] == 0.0f);  // q and k biases
+    for (int o = 0; o < 2 * f.c.attention_width(); o++) CHECK(p.qkvb[o] == 0.0f);  // q and k biases
 }
 
 TEST_CASE("qk-svd is exact where the first attention's inputs are independent") {
@@ -135,7 +135,7 @@ TEST_CASE("qk-svd is exact where the first attention's inputs are independent") 
     REQUIRE(E.distinct.rows == c.T);
     Structure G = {2, c.T, std::vector<float>(2 * c.T * c.T)};  // one random G per head, self always
     for (int k = 0; k < 2 * c.T * c.T; k++) G.g[k] = (k % c.T == k / c.T % c.T) || rng.uniform() < 0.3f;
-    init_qk_svd(c, host.data(), E, G, 4.0f, c.L);
+    init_qk_svd(c, host.data(), E, G, 4.0f);
     buffer_copy(model.params_mem, DEVICE_CPU, host.data(), DEVICE_CPU, model.num_params);
     InitCheck check = init_check(model, tokens, 4, G, 4.0f);
     CHECK(check.max_abs_diff < 1e-4);
@@ -144,7 +144,7 @@ TEST_CASE("qk-svd is exact where the first attention's inputs are independent") 
 
 TEST_CASE("qk-opt lowers its fitting loss and lands on softmax(c·G)") {
     InitFixture f;
-    QkFit fit = init_qk_opt(f.model, f.host.data(), f.E, f.G, 6.0f, f.c.L, 500);
+    QkFit fit = init_qk_opt(f.model, f.host.data(), f.E, f.G, 6.0f, 500);
     MESSAGE("qk-opt KL " << fit.kl_start << " -> " << fit.kl_end);
     CHECK(fit.kl_end < 0.02 * fit.kl_start);
     f.upload();
@@ -166,8 +166,9 @@ TEST_CASE("mimetic: Wq^T Wk ≈ 0.7 Z + 0.7 I and Wv^T Wo^T ≈ 0.4 Z' - 0.4 I")
         for (int j = 0; j < c.C; j++) {
             double qk = 0, vo = 0;  // (Wq^T Wk)_ij and (Wv^T Wo^T)_ij
             for (int d = 0; d < c.HS; d++) {
-                qk += p.qkvw[(size_t)d * c.C + i] * p.qkvw[(size_t)(c.AH() + d) * c.C + j];
-                vo += p.qkvw[(size_t)(2 * c.AH() + d) * c.C + i] * p.attprojw[(size_t)j * c.AH() + d];
+                const int AW = c.attention_width();
+                qk += p.qkvw[(size_t)d * c.C + i] * p.qkvw[(size_t)(AW + d) * c.C + j];
+                vo += p.qkvw[(size_t)(2 * AW + d) * c.C + i] * p.attprojw[(size_t)j * AW + d];
             }
             if (i == j) { qk_diag += qk / c.C; vo_diag += vo / c.C; }
             else qk_off += qk * qk / (c.C * (c.C - 1));
@@ -187,8 +188,8 @@ TEST_CASE("persistence metrics on hand-made cases") {
     Rng rng(3);
     init_default(c, host.data(), rng);
     ParamTensors p = param_bind(c, host.data());
-    for (int i = 0; i < c.QKV() * c.C; i++) p.qkvw[i] = 0;
-    for (int i = 0; i < c.QKV(); i++) p.qkvb[i] = 0;
+    for (int i = 0; i < c.qkv_width() * c.C; i++) p.qkvw[i] = 0;
+    for (int i = 0; i < c.qkv_width(); i++) p.qkvb[i] = 0;
     Structure G = {1, 3, {1, 1, 0, 0, 1, 0, 0, 0, 1}};
     init_mask_from_structure(c, host.data(), G, 2.0f);
     buffer_copy(model.params_mem, DEVICE_CPU, host.data(), DEVICE_CPU, model.num_params);
@@ -212,20 +213,20 @@ TEST_CASE("persistence metrics on hand-made cases") {
     // gradients: 0.5 on every mask entry, 1 on every q and k weight and bias, 7 elsewhere
     for (size_t i = 0; i < model.num_params; i++) model.grads_mem[i] = 7;
     for (int i = 0; i < 9; i++) model.grads.mask[i] = 0.5f;
-    for (int i = 0; i < 2 * c.AH() * c.C; i++) model.grads.qkvw[i] = 1;
-    for (int i = 0; i < 2 * c.AH(); i++) model.grads.qkvb[i] = 1;
+    for (int i = 0; i < 2 * c.attention_width() * c.C; i++) model.grads.qkvw[i] = 1;
+    for (int i = 0; i < 2 * c.attention_width(); i++) model.grads.qkvb[i] = 1;
     // QK pattern: with random q, k weights at step 0, the step-t weights Wq·3 (same pattern) or -Wq
     for (float* params : {ref.params0.data(), model.params_mem}) {
         ParamTensors q = param_bind(c, params);
-        for (int i = 0; i < 2 * c.AH() * c.C; i++) q.qkvw[i] = (float)(i % 5) - 1.5f;
+        for (int i = 0; i < 2 * c.attention_width() * c.C; i++) q.qkvw[i] = (float)(i % 5) - 1.5f;
     }
-    for (int i = 0; i < c.AH() * c.C; i++) model.params.qkvw[i] *= 3;
+    for (int i = 0; i < c.attention_width() * c.C; i++) model.params.qkvw[i] *= 3;
     Persistence pe = persistence_metrics(model, ref);
     CHECK(pe.mask_drift[0] == doctest::Approx(drift));
     CHECK(pe.grad_norm_mask[0] == doctest::Approx(0.5 * 3));  // sqrt(9 · 0.25)
-    CHECK(pe.grad_norm_qk[0] == doctest::Approx(std::sqrt(2.0 * c.AH() * c.C + 2 * c.AH())));
+    CHECK(pe.grad_norm_qk[0] == doctest::Approx(std::sqrt(2.0 * c.attention_width() * c.C + 2 * c.attention_width())));
     CHECK(pe.qk_cosine[0] == doctest::Approx(1.0));
-    for (int i = 0; i < c.AH() * c.C; i++) model.params.qkvw[i] *= -1;
+    for (int i = 0; i < c.attention_width() * c.C; i++) model.params.qkvw[i] *= -1;
     CHECK(persistence_metrics(model, ref).qk_cosine[0] == doctest::Approx(-1.0));
     model_free(model);
 }
@@ -236,14 +237,17 @@ TEST_CASE("the PNG writer makes a decodable picture of the right size and colour
     h.grid_rows = 2;
     h.grid_cols = 3;
     for (int k = 0; k < 6 * 16; k++) h.values.push_back((float)(k % 16) / 15);  // 0 .. 1 in each panel
-    write_heatmap("/tmp/maskprior_heatmap.png", h);
+    write_heatmap(TMP_PREFIX + "heatmap.png", h);
     int width = 0, height = 0, channels = 0;
-    unsigned char* image = stbi_load("/tmp/maskprior_heatmap.png", &width, &height, &channels, 3);
+    unsigned char* image = stbi_load((TMP_PREFIX + "heatmap.png").c_str(), &width, &height, &channels, 3);
     REQUIRE(image);
     const int cell = heatmap_cell(4), panel = 4 * cell;  // 64 pixels an entry, 256 a panel
     CHECK(width == 3 * panel + 2 * HEATMAP_GAP);
     CHECK(height == 2 * panel + HEATMAP_GAP);
-    auto pixel = [&](int x, int y) { return std::vector<int>(image + (y * width + x) * 3, image + (y * width + x) * 3 + 3); };
+    auto pixel = [&](int x, int y) {
+        const unsigned char* p = image + (y * width + x) * 3;
+        return std::vector<int>(p, p + 3);
+    };
     CHECK(pixel(0, 0) == std::vector<int>{68, 1, 84});                          // entry (0,0) = 0: viridis' start
     CHECK(pixel(panel - 1, panel - 1) == std::vector<int>{253, 231, 37});        // entry (3,3) = 1: its end
     CHECK(pixel(panel + HEATMAP_GAP / 2, 10) == std::vector<int>{255, 255, 255});  // the gap is white

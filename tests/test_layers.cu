@@ -1,7 +1,12 @@
 // Finite-difference checks, in double precision, of every CPU layer but attention
 // (test_attention.cu): each backward against central differences of its forward.
 #include "test_util.h"
-#include "layers.cuh"
+#include "layers/embedding.cuh"
+#include "layers/layernorm.cuh"
+#include "layers/loss.cuh"
+#include "layers/matmul.cuh"
+#include "layers/pointwise.cuh"
+#include "layers/adamw.cuh"
 
 TEST_CASE("embedding backward matches finite differences") {
     const int B = 3, T = 5, C = 4, V = 6;
@@ -214,6 +219,21 @@ TEST_CASE("cross-entropy backward matches finite differences, with a loss mask")
         crossentropy_backward_cpu(dlogits.data(), probs.data(), targets.data(), row_weight, count, N, V);
         check_gradient("dlogits", logits, dlogits, loss);
     }
+}
+
+TEST_CASE("cross-entropy: a row the loss mask leaves out costs 0 even where its target's p underflows") {
+    // row 0: the target's logit is 200 below the others, so p underflows to 0 in float and
+    // -log(p) is inf; with weight 0 the row must add 0 (inf * 0 would be NaN). Row 1 counts.
+    const int N = 2, V = 3;
+    std::vector<float> logits = {100.0f, 100.0f, -100.0f, 0.5f, -0.25f, 1.0f}, targets = {2, 0}, weights = {0, 1};
+    std::vector<float> losses(N), probs(N * V), dlogits(N * V, 0.0f);
+    crossentropy_forward_cpu(losses.data(), probs.data(), logits.data(), targets.data(), weights.data(), N, V);
+    REQUIRE(probs[2] == 0.0f);  // the underflow this case is about
+    CHECK(losses[0] == 0.0f);
+    CHECK(losses[1] == doctest::Approx(-std::log(probs[3])));
+    crossentropy_backward_cpu(dlogits.data(), probs.data(), targets.data(), weights.data(), 1.0f, N, V);
+    for (int v = 0; v < V; v++) CHECK(dlogits[v] == 0.0f);  // the left-out row gets no gradient
+    for (float g : dlogits) CHECK(std::isfinite(g));
 }
 
 TEST_CASE("adamw: first step moves each weight by lr against its gradient's sign, plus decay") {

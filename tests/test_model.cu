@@ -1,7 +1,7 @@
 // The whole model: gradient check against finite differences, bit-reproducibility, a short
 // CPU training run that must learn, and the mask init.
 #include "test_util.h"
-#include "init.cuh"
+#include "prior/init.cuh"
 #include "tasks/boolean.h"
 
 static Config tiny_config(int mask_heads, bool causal, HeadType head = HEAD_REGRESSION,
@@ -43,7 +43,7 @@ static void init_model(Model& model, uint64_t seed, float mask_scale) {
     init_default(model.cfg, host.data(), rng);
     if (model.cfg.mask_heads) {  // a random mask, so its gradient is not scaled to nothing
         float* mask = param_bind(model.cfg, host.data()).mask;
-        for (int i = 0; i < model.cfg.mask_layers() * model.cfg.mask_heads * model.cfg.T * model.cfg.T; i++)
+        for (int i = 0; i < model.cfg.prior_layer_count() * model.cfg.mask_heads * model.cfg.T * model.cfg.T; i++)
             mask[i] = rng.uniform(-mask_scale, mask_scale);
     }
     buffer_copy(model.params_mem, model.dev, host.data(), DEVICE_CPU, model.num_params);
@@ -54,9 +54,9 @@ static void init_model(Model& model, uint64_t seed, float mask_scale) {
 // same backward against PyTorch's autograd.
 static void check_model_gradient(int mask_heads, bool causal, HeadType head = HEAD_REGRESSION,
                                  Encoding encoding = ENCODING_TOKEN, LossType loss = LOSS_MSE,
-                                 bool mask_first_layer_only = false) {
+                                 PriorLayers prior_layers = PRIOR_ALL_LAYERS) {
     Config c = tiny_config(mask_heads, causal, head, encoding, loss);
-    c.mask_first_layer_only = mask_first_layer_only;
+    c.prior_layers = prior_layers;
     const int B = 4;
     Model model;
     model_build(model, c, DEVICE_CPU, B);
@@ -99,10 +99,10 @@ TEST_CASE("whole-model gradient matches finite differences") {
         check_model_gradient(2, true, HEAD_NEXT_TOKEN);
     }
     SUBCASE("next-token head, shared mask in the first layer only") {
-        check_model_gradient(1, true, HEAD_NEXT_TOKEN, ENCODING_TOKEN, LOSS_MSE, true);
+        check_model_gradient(1, true, HEAD_NEXT_TOKEN, ENCODING_TOKEN, LOSS_MSE, PRIOR_FIRST_LAYER);
     }
     SUBCASE("mask in the first layer only") {
-        check_model_gradient(1, false, HEAD_REGRESSION, ENCODING_TOKEN, LOSS_MSE, true);
+        check_model_gradient(1, false, HEAD_REGRESSION, ENCODING_TOKEN, LOSS_MSE, PRIOR_FIRST_LAYER);
     }
     SUBCASE("scalar encoding, logistic loss, shared mask") {
         check_model_gradient(1, false, HEAD_REGRESSION, ENCODING_SCALAR, LOSS_LOGISTIC);
@@ -232,5 +232,25 @@ TEST_CASE("a short CPU training run on maj3 fits the seen domain") {
     MESSAGE("mean loss over the first 20 steps " << first << ", over the last 20 " << last);
     CHECK(first > 0.5);
     CHECK(last < 0.1 * first);
+    model_free(model);
+}
+
+TEST_CASE("model_backward refuses to run after a forward pass without targets, or on other rows") {
+    Config c = tiny_config(1, false);
+    Model model;
+    model_build(model, c, DEVICE_CPU, 4);
+    init_model(model, 5, 1.0f);
+    Rng rng(6);
+    std::vector<int> tokens;
+    std::vector<float> y;
+    random_batch(c, 4, rng, tokens, y);
+    CHECK_THROWS_AS(model_backward(model, 4), std::logic_error);  // no forward pass yet
+    model_forward(model, tokens.data(), y.data(), 4);
+    CHECK_THROWS_AS(model_backward(model, 3), std::logic_error);  // the loss is of 4 rows
+    model_forward(model, tokens.data(), nullptr, 4);              // outputs only: the loss is gone
+    CHECK_THROWS_WITH_AS(model_backward(model, 4), doctest::Contains("had no targets"), std::logic_error);
+    model_forward(model, tokens.data(), y.data(), 4);
+    CHECK_NOTHROW(model_backward(model, 4));
+    CHECK_THROWS_AS(model_forward(model, tokens.data(), y.data(), 5), std::logic_error);  // the buffers hold 4
     model_free(model);
 }

@@ -1,4 +1,4 @@
-// The Boolean GOTU tasks against hand-checked values (DESIGN.md 4.1), and the epoch order.
+// The Boolean GOTU tasks against hand-checked values (docs/method.md, "The tasks and their G"), and the epoch order.
 #include <algorithm>
 #include <set>
 #include "test_util.h"

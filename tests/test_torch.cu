@@ -1,8 +1,8 @@
 // The cross-check against PyTorch: ./maskprior --dump-state writes one batch's parameters,
 // loss and gradients; tests/torch_reference.py recomputes them with autograd in float64 and
 // compares every tensor. Mask shared and per head, causal and not, scalar encoding, logistic
-// loss, the causal decoder's next-token head with its loss mask; c = 1.5 so that the mask gradient is large enough to be checked for real (at c = 6,
-// σ(-6) shrinks it below 1e-4).
+// loss, the causal decoder's next-token head with its loss mask; c = 1.5 so that the mask
+// gradient is large enough to be checked for real (at c = 6, σ(-6) shrinks it below 1e-4).
 #include "test_util.h"
 
 // Debian's python3 has python3-torch; elsewhere (the GPU machine) $MASKPRIOR_PYTHON names one with torch.
@@ -22,39 +22,39 @@ static void cross_check(const std::string& args, const std::string& file) {
 TEST_CASE("every gradient matches PyTorch autograd") {
     REQUIRE_MESSAGE(run_command(PYTHON_BIN + " -c 'import torch'").exit_code == 0,
                     "Debian's python3-torch is missing: make deps installs it");
-    SUBCASE("no mask") { cross_check("--task maj3", "/tmp/maskprior_x1.safetensors"); }
-    SUBCASE("shared mask") { cross_check("--task maj3 --init mask --mask-c 1.5", "/tmp/maskprior_x2.safetensors"); }
+    SUBCASE("no mask") { cross_check("--task maj3", TMP_PREFIX + "x1.safetensors"); }
+    SUBCASE("shared mask") { cross_check("--task maj3 --init mask --mask-c 1.5", TMP_PREFIX + "x2.safetensors"); }
     SUBCASE("per-head mask, 3 layers, head size != width / heads") {
         cross_check("--task cyclic3 --init mask --mask-per-head --mask-c 1.5 --heads 3 --head-size 8 --width 24 "
-                    "--layers 3", "/tmp/maskprior_x3.safetensors");
+                    "--layers 3", TMP_PREFIX + "x3.safetensors");
     }
     SUBCASE("causal, shared mask") {
-        cross_check("--task 2parity --init mask --causal --mask-c 1.5", "/tmp/maskprior_x4.safetensors");
+        cross_check("--task 2parity --init mask --causal --mask-c 1.5", TMP_PREFIX + "x4.safetensors");
     }
     SUBCASE("mask in the first layer only") {
-        cross_check("--task maj3 --init mask --prior-layers first --mask-c 1.5", "/tmp/maskprior_x11.safetensors");
+        cross_check("--task maj3 --init mask --prior-layers first --mask-c 1.5", TMP_PREFIX + "x11.safetensors");
     }
     SUBCASE("qk-opt init") {
-        cross_check("--task 2parity --init qk-opt --qk-opt-steps 50", "/tmp/maskprior_x12.safetensors");
+        cross_check("--task 2parity --init qk-opt --qk-opt-steps 50", TMP_PREFIX + "x12.safetensors");
     }
     SUBCASE("causal, per-head mask") {
         cross_check("--task maj3 --init mask --causal --mask-per-head --mask-c 1.5 --layers 1",
-                    "/tmp/maskprior_x5.safetensors");
+                    TMP_PREFIX + "x5.safetensors");
     }
     SUBCASE("scalar encoding, shared mask") {
-        cross_check("--task 2parity --init mask --mask-c 1.5 --encoding scalar", "/tmp/maskprior_x7.safetensors");
+        cross_check("--task 2parity --init mask --mask-c 1.5 --encoding scalar", TMP_PREFIX + "x7.safetensors");
     }
-    SUBCASE("logistic loss") { cross_check("--task maj3 --loss logistic", "/tmp/maskprior_x8.safetensors"); }
+    SUBCASE("logistic loss") { cross_check("--task maj3 --loss logistic", TMP_PREFIX + "x8.safetensors"); }
     SUBCASE("next-token head on add3: loss on the answer, shared mask") {
-        cross_check("--task add3 --init mask --mask-c 1.5", "/tmp/maskprior_x13.safetensors");
+        cross_check("--task add3 --init mask --mask-c 1.5", TMP_PREFIX + "x13.safetensors");
     }
     SUBCASE("next-token head on mul2: loss on every position, per-head mask, no mask in layer 1") {
         cross_check("--task mul2 --init mask --mask-per-head --prior-layers first --mask-c 1.5 --loss-on all",
-                    "/tmp/maskprior_x14.safetensors");
+                    TMP_PREFIX + "x14.safetensors");
     }
     SUBCASE("scalar encoding, logistic loss, causal, per-head mask") {
         cross_check("--task 2parity --init mask --mask-per-head --mask-c 1.5 --causal --encoding scalar "
-                    "--loss logistic", "/tmp/maskprior_x9.safetensors");
+                    "--loss logistic", TMP_PREFIX + "x9.safetensors");
     }
 }
 
@@ -71,11 +71,11 @@ static void expect_cross_check_to_catch(const std::string& args, const std::stri
 }
 
 TEST_CASE("the PyTorch cross-check fails when a gradient is wrong") {
-    expect_cross_check_to_catch("--task maj3 --init mask --mask-c 1.5", "/tmp/maskprior_x6.safetensors",
+    expect_cross_check_to_catch("--task maj3 --init mask --mask-c 1.5", TMP_PREFIX + "x6.safetensors",
                                 {"grad.h.1.attn.mask", "grad.wte", "loss"});
-    expect_cross_check_to_catch("--task maj3 --encoding scalar --loss logistic", "/tmp/maskprior_x10.safetensors",
+    expect_cross_check_to_catch("--task maj3 --encoding scalar --loss logistic", TMP_PREFIX + "x10.safetensors",
                                 {"grad.wval", "token_values", "loss"});
-    expect_cross_check_to_catch("--task add3 --init mask --mask-c 1.5", "/tmp/maskprior_x15.safetensors",
+    expect_cross_check_to_catch("--task add3 --init mask --mask-c 1.5", TMP_PREFIX + "x15.safetensors",
                                 {"batch.loss_mask", "grad.h.0.attn.mask", "grad.head.weight"});
 }
 

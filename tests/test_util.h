@@ -6,11 +6,13 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
-#include "common.cuh"
+#include "layers/common.cuh"
+#include "temp_dir.h"
 
-// Random values in [-1, 1) (never zeros, as DESIGN.md section 8 asks).
+// Random values in [-1, 1): never zeros, which would hide a missing term.
 template <typename F>
 inline std::vector<F> random_vector(size_t n, Rng& rng, float scale = 1.0f) {
     std::vector<F> v(n);

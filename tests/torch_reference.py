@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch cross-check of maskprior's forward and backward pass (DESIGN.md sections 2, 3, 6).
+"""PyTorch cross-check of maskprior's forward and backward pass (docs/method.md, README).
 
     /usr/bin/python3 tests/torch_reference.py STATE.safetensors [--corrupt NAME]
 
@@ -13,7 +13,7 @@ batch.loss_mask counts, divided by their number), loads the parameters, runs the
 and lets autograd compute the gradients. The metadata's "encoding" (token | scalar: a valued token
 is token_values[v] * wval, the table dumped as token_values) and "loss" (mse | logistic:
 log(1 + exp(-y yhat))) choose the embedding and the loss; absent, they mean token and mse. It then checks, elementwise with the tolerance of
-DESIGN.md section 8 (|cpp - torch| <= 1e-4 + 1e-3 |torch|), the loss and every gradient,
+the project's tests for reductions (|cpp - torch| <= 1e-4 + 1e-3 |torch|), the loss and every gradient,
 the mask's included. It also fails on NaN/Inf, on a gradient in the file that the model does
 not have, and on a model parameter whose gradient is missing from the file.
 
@@ -57,7 +57,7 @@ def read_safetensors(path):
 
 
 def parameter_shapes(cfg):
-    """Every parameter of the model the metadata describes: name -> shape (DESIGN.md section 6)."""
+    """Every parameter of the model the metadata describes: name -> shape (README, Checkpoints)."""
     C, T, NH, HS, MLP = cfg["width"], cfg["seq_len"], cfg["heads"], cfg["head_size"], cfg["mlp"]
     shapes = {"wte": (cfg["vocab"], C), "wpe": (T, C)}
     if cfg.get("encoding", "token") == "scalar":

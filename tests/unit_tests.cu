@@ -8,6 +8,7 @@
 #include "test_init.cu"
 #include "test_tasks.cu"
 #include "test_arithmetic.cu"
+#include "test_parsers.cu"
 #include "test_cli.cu"
 #include "test_torch.cu"
 #include "test_gpu.cu"

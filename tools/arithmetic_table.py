@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Markdown table of arithmetic runs (DESIGN.md 4.2), from their metrics.json files (never stdout).
+"""Markdown table of arithmetic runs (docs/method.md), from their metrics.json files (never stdout).
 
     tools/arithmetic_table.py ROOT
 

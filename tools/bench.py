@@ -11,7 +11,7 @@ Method
 - PyTorch: Debian's python3-torch under /usr/bin/python3, eager mode, torch.set_num_threads
   = OMP_NUM_THREADS, the value the binary gets. The model is tests/torch_reference.py's
   (model_loss over a dict of parameter tensors, the one the gradient cross-check uses), in
-  float32, its leaf tensors drawn like the C++ default init (init.cuh) with the mask ±6 from
+  float32, its leaf tensors drawn like the C++ default init (prior/init.cuh) with the mask ±6 from
   G, and torch.optim.AdamW, trained on random ±1 token batches made inside the loop, as the
   binary makes its own; BENCH_WARMUP_S (default 2) of warm-up, then 10 windows filling
   BENCH_SECONDS. (bench_maskprior, torch_step, time_windows serve tools/bench_gpu.py too.)
@@ -29,9 +29,11 @@ Method
 import ctypes
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,7 +47,7 @@ LR, WD, MASK_C = 1e-3, 1e-3, 6.0
 # tests/torch_reference.py's configuration of a model (the keys of a checkpoint's metadata)
 CFG = {"width": C, "layers": L, "heads": NH, "head_size": HS, "mlp": MLP, "seq_len": T, "vocab": V,
        "out": OUT, "causal": 0, "mask": "layer", "head_type": "regression"}
-# Boolean GOTU tasks (DESIGN.md 4.1): the size of the group [CLS, x0, ...] that G links all
+# Boolean GOTU tasks (tasks/boolean.h): the size of the group [CLS, x0, ...] that G links all
 # pairs of (besides every token with itself), and f of the ±1 bits x (B, 15)
 TASKS = {"2parity": (3, lambda x: x[:, 0] * x[:, 1]),
          "maj3": (4, lambda x: x[:, :3].sum(1).sign())}
@@ -64,8 +66,9 @@ def bench_maskprior(args, seconds=SECONDS, log_every=50, expect=""):
     stops it (by its pid) once `seconds` of windows are in after two warm-up windows. Returns
     the windows' steps/s, their step count and the program's first line (its device); exits
     with the program's output when it fails, or when its first line does not match `expect`."""
+    out_dir = tempfile.mkdtemp(prefix="maskprior-bench-")  # in $TMPDIR; its own, so runs at once never collide
     cmd = [os.path.join(ROOT, "maskprior")] + args + [
-        "--steps", "1000000", "--eval-every", "1000000", "--log-every", str(log_every), "--out", "/tmp/maskprior-bench"]
+        "--steps", "1000000", "--eval-every", "1000000", "--log-every", str(log_every), "--out", out_dir]
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=dict(os.environ, OMP_NUM_THREADS=str(THREADS)))
@@ -83,6 +86,7 @@ def bench_maskprior(args, seconds=SECONDS, log_every=50, expect=""):
     failed = len(rates) < 5 or proc.poll() is not None  # still running: it is we who stop it
     proc.terminate()
     proc.wait()
+    shutil.rmtree(out_dir, ignore_errors=True)
     if failed:
         why = "exit %s" % proc.returncode if re.search(expect, first) else "first line not matching %r" % expect
         sys.exit("bench: maskprior failed (%s): %s\n%s\n%s" % (why, " ".join(cmd), first, "".join(out)))
@@ -92,7 +96,7 @@ def bench_maskprior(args, seconds=SECONDS, log_every=50, expect=""):
 def torch_step(task, cfg, batch, lr, wd, device="cpu", compile=False):
     """One training step of tests/torch_reference.py's model on a fresh random batch of a
     Boolean task, as a function returning the loss. Parameters: leaf float32 tensors drawn
-    like the C++ default init (init.cuh), a mask (cfg["mask"] not "none") ±MASK_C from the
+    like the C++ default init (prior/init.cuh), a mask (cfg["mask"] not "none") ±MASK_C from the
     task's G; torch.optim.AdamW with weight decay wd, the mask's 0. compile: the loss under
     torch.compile (forward and backward; the optimizer stays eager)."""
     import torch

@@ -3,7 +3,7 @@
     python3 tools/bench_gpu.py                    # tests/gpu_check.sh, step 5; about 90 s at most
     /usr/bin/python3 tools/bench_gpu.py --device cpu --small   # a check of the script, no GPU
 
-Model: the paper-size GOTU model (DESIGN.md 4.1) on 2parity: B 256, T 16, vocab 3, C 256,
+Model: the paper-size GOTU model on 2parity: B 256, T 16, vocab 3, C 256,
 L 12, NH 6, HS 64, MLP 256, scalar regression head on CLS, MSE, AdamW lr 1e-5, weight decay
 1e-3 (mask 0), fp32 with TF32 off on both sides. Two variants: no mask (--init default) and
 one (T,T) mask per layer shared by the heads (--init mask, ±6 from G). --small: the `make run`

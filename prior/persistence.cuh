@@ -1,18 +1,19 @@
-// persistence.cuh: does the prior stay where it was put? (DESIGN.md section 7). Besides the
-// prior mass (attention.cuh, measured during evaluation), per layer:
+// prior/persistence.cuh: does the prior stay where it was put? (docs/method.md, "Measuring
+// persistence"). Besides the prior mass (prior/structure.h, measured during evaluation), per
+// layer:
 //   mask_drift      ||log σ(M_t) - log σ(M_0)|| / ||log σ(M_0)||        (layers with a mask)
 //   qk_cosine       cos(S_t, S_0), S = (E Wq^T + bq)(E Wk^T + bk)^T / sqrt(HS) for every head,
-//                   on the fixed step-0 rows E of the first attention's input (init.cuh), so it
+//                   on the fixed step-0 rows E of the first attention's input (prior/init.cuh), so it
 //                   follows the QK weights alone: 1 while they keep their step-0 pattern
 //   grad_norm_mask  ||dL/dM|| of the last training step                  (layers with a mask)
 //   grad_norm_qk    ||dL/d(Wq, bq, Wk, bk)|| of the last training step
 // Entries that do not apply to a layer are NaN, written as null in the JSON files.
-// Host only: it reads the parameters and gradients back from the device.
+// Computed on the host, from copies of the parameters and gradients read back from the device.
 #pragma once
 #include <cmath>
 #include <vector>
-#include "linalg.h"
-#include "model.cuh"
+#include "model.cuh"       // Model, param_bind, block_params, log_sigmoid (attention.cuh)
+#include "prior/linalg.h"  // Matrix
 
 struct PersistenceReference {
     std::vector<float> params0;  // (num_params) the parameters at step 0
@@ -25,17 +26,17 @@ struct Persistence {
 
 // S of every head of layer l on the rows E, heads one after another: (NH, n, n)
 inline std::vector<double> qk_logits(const Config& c, const float* params, int l, const Matrix& E) {
-    const ParamTensors p = param_bind(c, (float*)params);
-    const float* w = p.qkvw + (size_t)l * c.QKV() * c.C;  // (3·NH·HS, C)
-    const float* b = p.qkvb + (size_t)l * c.QKV();         // (3·NH·HS)
+    const BlockParams block = block_params(c, param_bind(c, (float*)params), l);
+    const float* w = block.qkvw;  // (3·NH·HS, C)
+    const float* b = block.qkvb;  // (3·NH·HS)
     const int n = E.rows;
-    Matrix q(n, c.AH()), k(n, c.AH());  // every head's q and k of every row
+    Matrix q(n, c.attention_width()), k(n, c.attention_width());  // every head's q and k of every row
     for (int r = 0; r < n; r++)
-        for (int o = 0; o < c.AH(); o++) {
-            double sq = b[o], sk = b[c.AH() + o];
+        for (int o = 0; o < c.attention_width(); o++) {
+            double sq = b[o], sk = b[c.attention_width() + o];
             for (int i = 0; i < c.C; i++) {
                 sq += E(r, i) * w[(size_t)o * c.C + i];
-                sk += E(r, i) * w[(size_t)(c.AH() + o) * c.C + i];
+                sk += E(r, i) * w[(size_t)(c.attention_width() + o) * c.C + i];
             }
             q(r, o) = sq;
             k(r, o) = sk;
@@ -70,12 +71,11 @@ inline double l2_norm(const float* p, size_t n) {
 
 inline Persistence persistence_metrics(const Model& model, const PersistenceReference& ref) {
     const Config& c = model.cfg;
-    std::vector<float> params(model.num_params), grads(model.num_params);
-    buffer_copy(params.data(), DEVICE_CPU, model.params_mem, model.dev, model.num_params);
-    buffer_copy(grads.data(), DEVICE_CPU, model.grads_mem, model.dev, model.num_params);
-    const ParamTensors p = param_bind(c, params.data()), p0 = param_bind(c, (float*)ref.params0.data());
-    const ParamTensors g = param_bind(c, grads.data());
-    const size_t TT = (size_t)c.T * c.T, qk_rows = 2 * (size_t)c.AH();
+    const std::vector<float> params = model_download(model, model.params_mem);
+    const std::vector<float> grads = model_download(model, model.grads_mem);
+    const ParamTensors p = param_bind(c, (float*)params.data()), p0 = param_bind(c, (float*)ref.params0.data());
+    const ParamTensors g = param_bind(c, (float*)grads.data());
+    const size_t TT = (size_t)c.T * c.T, qk_rows = 2 * (size_t)c.attention_width();
     Persistence out;
     for (int l = 0; l < c.L; l++) {
         double drift = NAN, mask_grad = NAN;
@@ -95,8 +95,9 @@ inline Persistence persistence_metrics(const Model& model, const PersistenceRefe
         out.qk_cosine.push_back(cosine(qk_logits(c, params.data(), l, ref.E),
                                        qk_logits(c, ref.params0.data(), l, ref.E)));
         // q and k are the first 2·NH·HS rows of the layer's qkv weight and bias
-        double w = l2_norm(g.qkvw + (size_t)l * c.QKV() * c.C, qk_rows * c.C);
-        double b = l2_norm(g.qkvb + (size_t)l * c.QKV(), qk_rows);
+        const BlockParams dblock = block_params(c, g, l);
+        double w = l2_norm(dblock.qkvw, qk_rows * c.C);
+        double b = l2_norm(dblock.qkvb, qk_rows);
         out.grad_norm_qk.push_back(std::sqrt(w * w + b * b));
     }
     return out;

@@ -1,16 +1,18 @@
-// safetensors.cuh: read and write safetensors files (host only).
+// run/safetensors.h: read and write safetensors files (host only).
 // Format: 8-byte little-endian header length N, N bytes of JSON header, raw data.
 // Header: {"name": {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, ...,
 //          "__metadata__": {"key": "value", ...}}; offsets are relative to the data start.
 // Writes go to FILE.tmp, which is then renamed to FILE: a crash never leaves a torn file.
 // Every way a file can be broken (short, bad JSON, offsets outside the data, a dtype we do
-// not read) is a one-line error naming the file.
+// not read) throws InputError (fail()) with one line naming the file.
 #pragma once
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
 #include <nlohmann/json.hpp>
-#include "common.cuh"
+#include "layers/errors.h"  // fail()
 
 struct StTensor {
     std::string name;

@@ -1,9 +1,9 @@
-// loss.cuh: the losses at the top of the model: MSE or logistic for the regression head,
+// layers/loss.cuh: the losses at the top of the model: MSE or logistic for the regression head,
 // cross-entropy for classes. Each writes one loss per row; the model averages them on the
 // host in a fixed order, so the loss is reproducible.
 // Targets are floats: a value (MSE), a ±1 label (logistic), a class id (cross-entropy).
 #pragma once
-#include "common.cuh"
+#include "layers/common.cuh"  // Device, ceil_div, BLOCK, cudaCheck
 
 // ----------------------------------------------------------------------------
 // Mean squared error on a scalar prediction per row:
@@ -32,13 +32,13 @@ __global__ void mse_backward_kernel1(float* dpred, const float* pred, const floa
 
 inline void mse_forward(Device dev, float* losses, const float* pred, const float* targets, int N) {
     if (dev == DEVICE_CPU) return mse_forward_cpu(losses, pred, targets, N);
-    mse_forward_kernel1<<<ceil_div(N, 256), 256>>>(losses, pred, targets, N);
+    mse_forward_kernel1<<<ceil_div(N, BLOCK), BLOCK>>>(losses, pred, targets, N);
     cudaCheck(cudaGetLastError());
 }
 
 inline void mse_backward(Device dev, float* dpred, const float* pred, const float* targets, int N) {
     if (dev == DEVICE_CPU) return mse_backward_cpu(dpred, pred, targets, N);
-    mse_backward_kernel1<<<ceil_div(N, 256), 256>>>(dpred, pred, targets, N);
+    mse_backward_kernel1<<<ceil_div(N, BLOCK), BLOCK>>>(dpred, pred, targets, N);
     cudaCheck(cudaGetLastError());
 }
 
@@ -84,13 +84,13 @@ __global__ void logistic_backward_kernel1(float* dpred, const float* pred, const
 
 inline void logistic_forward(Device dev, float* losses, const float* pred, const float* targets, int N) {
     if (dev == DEVICE_CPU) return logistic_forward_cpu(losses, pred, targets, N);
-    logistic_forward_kernel1<<<ceil_div(N, 256), 256>>>(losses, pred, targets, N);
+    logistic_forward_kernel1<<<ceil_div(N, BLOCK), BLOCK>>>(losses, pred, targets, N);
     cudaCheck(cudaGetLastError());
 }
 
 inline void logistic_backward(Device dev, float* dpred, const float* pred, const float* targets, int N) {
     if (dev == DEVICE_CPU) return logistic_backward_cpu(dpred, pred, targets, N);
-    logistic_backward_kernel1<<<ceil_div(N, 256), 256>>>(dpred, pred, targets, N);
+    logistic_backward_kernel1<<<ceil_div(N, BLOCK), BLOCK>>>(dpred, pred, targets, N);
     cudaCheck(cudaGetLastError());
 }
 
@@ -98,6 +98,8 @@ inline void logistic_backward(Device dev, float* dpred, const float* pred, const
 // Softmax cross-entropy over V classes per row, on the rows that count:
 //   p = softmax(logits[n,:]),  losses[n] = -log p[y_n] * w_n,   L = sum_n losses[n] / count
 //   w_n = row_weight[n] (0 or 1; nullptr means every row counts), count = sum_n w_n
+// A row with w_n = 0 gets loss 0 without evaluating the log: its p[y_n] may underflow to 0,
+// and -log(0) * 0 would be inf * 0 = NaN.
 // backward: dlogits[n,v] += (p[v] - [v == y_n]) * w_n / count
 
 template <typename F>
@@ -114,7 +116,7 @@ void crossentropy_forward_cpu(F* losses, F* probs, const F* logits, const float*
         for (int v = 0; v < V; v++) { p[v] = std::exp(z[v] - zmax); sum += p[v]; }
         for (int v = 0; v < V; v++) p[v] /= sum;
         F w = row_weight ? F(row_weight[n]) : F(1);
-        losses[n] = -std::log(p[(int)targets[n]]) * w;
+        losses[n] = w == F(0) ? F(0) : -std::log(p[(int)targets[n]]) * w;
     }
 }
 
@@ -142,14 +144,14 @@ __global__ void crossentropy_forward_kernel1(float* losses, float* probs, const 
     for (int v = 0; v < V; v++) { p[v] = expf(z[v] - zmax); sum += p[v]; }
     for (int v = 0; v < V; v++) p[v] /= sum;
     float w = row_weight ? row_weight[n] : 1.0f;
-    losses[n] = -logf(p[(int)targets[n]]) * w;
+    losses[n] = w == 0.0f ? 0.0f : -logf(p[(int)targets[n]]) * w;
 }
 
 __global__ void crossentropy_backward_kernel1(float* dlogits, const float* probs, const float* targets,
                                               const float* row_weight, float count, int N, int V) {
-    int idx = blockIdx.x * blockDim.x + threadIdx.x;  // over N*V
-    if (idx >= N * V) return;
-    int n = idx / V, v = idx % V;
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // over N*V
+    if (idx >= (size_t)N * V) return;
+    int n = (int)(idx / V), v = (int)(idx % V);
     float scale = (row_weight ? row_weight[n] : 1.0f) / count;
     dlogits[idx] += (probs[idx] - (v == (int)targets[n] ? 1.0f : 0.0f)) * scale;
 }
@@ -157,13 +159,14 @@ __global__ void crossentropy_backward_kernel1(float* dlogits, const float* probs
 inline void crossentropy_forward(Device dev, float* losses, float* probs, const float* logits,
                                  const float* targets, const float* row_weight, int N, int V) {
     if (dev == DEVICE_CPU) return crossentropy_forward_cpu(losses, probs, logits, targets, row_weight, N, V);
-    crossentropy_forward_kernel1<<<ceil_div(N, 256), 256>>>(losses, probs, logits, targets, row_weight, N, V);
+    crossentropy_forward_kernel1<<<ceil_div(N, BLOCK), BLOCK>>>(losses, probs, logits, targets, row_weight, N, V);
     cudaCheck(cudaGetLastError());
 }
 
 inline void crossentropy_backward(Device dev, float* dlogits, const float* probs, const float* targets,
                                   const float* row_weight, float count, int N, int V) {
     if (dev == DEVICE_CPU) return crossentropy_backward_cpu(dlogits, probs, targets, row_weight, count, N, V);
-    crossentropy_backward_kernel1<<<ceil_div(N * V, 256), 256>>>(dlogits, probs, targets, row_weight, count, N, V);
+    crossentropy_backward_kernel1<<<ceil_div((size_t)N * V, BLOCK), BLOCK>>>(dlogits, probs, targets, row_weight,
+                                                                            count, N, V);
     cudaCheck(cudaGetLastError());
 }

@@ -1,5 +1,5 @@
-// init.cuh: initialisations (DESIGN.md section 5). They fill a host copy of the flat
-// parameter buffer (laid out by param_layout), which the caller uploads.
+// prior/init.cuh: the initialisations (docs/method.md, "The inits"). They fill a host copy of
+// the flat parameter buffer (laid out by param_layout), which the caller uploads.
 //   default: PyTorch's defaults, as GOTU's code has them: wte, wpe ~ N(0, 1); Linear weight
 //            and bias ~ U(±1/sqrt(fan_in)); LayerNorm weight 1, bias 0; mask (if any) 0.
 //            Scalar encoding: wval ~ N(0, 1), drawn after everything else, and the wte rows of
@@ -17,12 +17,14 @@
 // which is exactly the mask init's pattern when the QK logits are zero, because
 // log σ(c) - log σ(-c) = c. So for one seed the three runs differ only in where the prior
 // lives, and `init_check` measures how closely each one's first layer starts at P.
-// The mask and QK inits cover every layer, or with --prior-layers first only layer 0.
+// The mask and QK inits cover the prior layers: every layer, or with --prior-layers first only
+// layer 0 (Config::prior_layer_count).
 #pragma once
 #include <string>
 #include <vector>
-#include "linalg.h"
-#include "model.cuh"
+#include "model.cuh"            // Model, model_forward, param_bind; the attention and matmul layers qk-opt runs
+#include "prior/linalg.h"       // Matrix, pseudo_inverse, low_rank_factors
+#include "prior/structure.h"    // Structure, prior_pattern, attention_prior_mass
 
 inline bool ends_with(const std::string& s, const std::string& tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -66,25 +68,12 @@ inline void init_mask_from_structure(const Config& c, float* params, const Struc
     if (c.mask_heads == 0) fail("the mask init needs a mask (internal: mask_heads is 0)");
     if (G.T != c.T || (G.heads != 1 && G.heads != c.mask_heads))
         fail("structure G is %dx%dx%d, the mask is %dx%dx%d", G.heads, G.T, G.T, c.mask_heads, c.T, c.T);
-    float* mask = param_bind(c, params).mask;  // (mask_layers, mask_heads, T, T)
-    for (int l = 0; l < c.mask_layers(); l++)
+    float* mask = param_bind(c, params).mask;  // (prior layers, mask_heads, T, T)
+    for (int l = 0; l < c.prior_layer_count(); l++)
         for (int h = 0; h < c.mask_heads; h++) {
             float* m = mask + ((size_t)l * c.mask_heads + h) * c.T * c.T;
             for (int ij = 0; ij < c.T * c.T; ij++) m[ij] = G.head(h)[ij] != 0 ? mask_c : -mask_c;
         }
-}
-
-// P_h = softmax_rows(c·G_h), the pattern the structured inits aim at (see the top). (T,T)
-inline std::vector<double> prior_pattern(const Structure& G, int h, float mask_c, bool causal) {
-    const int T = G.T;
-    std::vector<double> P((size_t)T * T, 0.0);
-    for (int i = 0; i < T; i++) {
-        const int last = causal ? i : T - 1;
-        double sum = 0;
-        for (int j = 0; j <= last; j++) sum += P[i * T + j] = std::exp(mask_c * G.head(h)[i * T + j]);
-        for (int j = 0; j <= last; j++) P[i * T + j] /= sum;
-    }
-    return P;
 }
 
 // ----------------------------------------------------------------------------
@@ -128,11 +117,11 @@ inline AttentionInputs first_attention_inputs(Model& model, const std::vector<in
 
 // Head h's query and key weights (HS,C each) and biases (HS) in layer l's qkv projection.
 inline void set_query_key(const Config& c, float* params, int l, int h, const Matrix& Wq, const Matrix& Wk) {
-    ParamTensors p = param_bind(c, params);
-    float* w = p.qkvw + (size_t)l * c.QKV() * c.C;  // (3·NH·HS, C)
-    float* b = p.qkvb + (size_t)l * c.QKV();         // (3·NH·HS)
+    const BlockParams block = block_params(c, param_bind(c, params), l);
+    float* w = block.qkvw;  // (3·NH·HS, C)
+    float* b = block.qkvb;  // (3·NH·HS)
     for (int d = 0; d < c.HS; d++) {
-        int q_row = h * c.HS + d, k_row = c.AH() + h * c.HS + d;
+        int q_row = h * c.HS + d, k_row = c.attention_width() + h * c.HS + d;
         for (int i = 0; i < c.C; i++) {
             w[(size_t)q_row * c.C + i] = (float)Wq(d, i);
             w[(size_t)k_row * c.C + i] = (float)Wk(d, i);
@@ -151,7 +140,7 @@ inline void set_query_key(const Config& c, float* params, int l, int h, const Ma
 // they span about T + V dimensions, however many (t, v) pairs there are. E⁺ then gives the
 // least-squares W, and init_check reports how close it comes.
 inline void init_qk_svd(const Config& c, float* params, const AttentionInputs& E, const Structure& G,
-                        float mask_c, int layers) {
+                        float mask_c) {
     const int n = E.distinct.rows;
     const Matrix Einv = pseudo_inverse(E.distinct, 1e-5);  // (C,n); E holds float32 values
     for (int h = 0; h < c.NH; h++) {
@@ -162,7 +151,7 @@ inline void init_qk_svd(const Config& c, float* params, const AttentionInputs& E
         Matrix W = multiply(multiply(Einv, S), transpose(Einv));
         Matrix Wq, Wk;
         low_rank_factors(W, c.HS, Wq, Wk);
-        for (int l = 0; l < layers; l++) set_query_key(c, params, l, h, Wq, Wk);
+        for (int l = 0; l < c.prior_layer_count(); l++) set_query_key(c, params, l, h, Wq, Wk);
     }
 }
 
@@ -179,10 +168,11 @@ struct QkFit {
 };
 
 inline QkFit init_qk_opt(Model& model, float* params, const AttentionInputs& E, const Structure& G, float mask_c,
-                         int layers, int steps) {
+                         int steps) {
     const Config& c = model.cfg;
+    const int layers = c.prior_layer_count();
     const Device dev = model.dev;
-    const int N = std::min(E.N, 16), T = c.T, C = c.C, QKV = c.QKV(), NT = N * T;
+    const int N = std::min(E.N, 16), T = c.T, C = c.C, QKV = c.qkv_width(), NT = N * T;
     const AttentionShape shape = {N, T, c.NH, c.HS, 0, c.causal};
     const size_t att_n = (size_t)N * c.NH * T * T;
     std::vector<std::vector<double>> P;  // (NH) x (T,T)
@@ -192,8 +182,8 @@ inline QkFit init_qk_opt(Model& model, float* params, const AttentionInputs& E, 
     float *m = buffer_alloc(dev, (size_t)QKV * C), *v = buffer_alloc(dev, (size_t)QKV * C);         // Adam moments
     float *qkv = buffer_alloc(dev, (size_t)NT * QKV), *dqkv = buffer_alloc(dev, (size_t)NT * QKV);  // (N·T,QKV)
     float* bias = buffer_alloc(dev, QKV);                                                           // zeros
-    float* out = buffer_alloc(dev, (size_t)NT * c.AH());  // attention output, unused
-    float *att = buffer_alloc(dev, att_n), *dS = buffer_alloc(dev, att_n);  // (N,NH,T,T)
+    float* out = buffer_alloc(dev, (size_t)NT * c.attention_width());  // attention output, unused
+    float *att = buffer_alloc(dev, att_n), *dscores = buffer_alloc(dev, att_n);  // (N,NH,T,T)
     buffer_copy(X, dev, E.x.data(), DEVICE_CPU, (size_t)NT * C);
     buffer_zero(dev, bias, QKV);
     std::vector<float> A(att_n), grad(att_n), w((size_t)QKV * C);
@@ -221,11 +211,11 @@ inline QkFit init_qk_opt(Model& model, float* params, const AttentionInputs& E, 
             }
             if (t == 0) fit.kl_start += kl / layers;
             if (t == steps) { fit.kl_end += kl / layers; break; }
-            buffer_copy(dS, dev, grad.data(), DEVICE_CPU, att_n);
+            buffer_copy(dscores, dev, grad.data(), DEVICE_CPU, att_n);
             buffer_zero(dev, dqkv, (size_t)NT * QKV);
             buffer_zero(dev, dX, (size_t)NT * C);
             buffer_zero(dev, dW, (size_t)QKV * C);
-            attention_backward(dev, dqkv, nullptr, dS, nullptr, qkv, att, nullptr, shape);
+            attention_backward(dev, dqkv, nullptr, dscores, nullptr, qkv, att, nullptr, shape);
             matmul_backward(dev, dX, dW, nullptr, dqkv, X, W, NT, C, QKV);
             adamw_update(dev, W, m, v, dW, (size_t)QKV * C, adam, 0.0f, t + 1);  // v rows: zero gradient, unmoved
         }
@@ -235,12 +225,12 @@ inline QkFit init_qk_opt(Model& model, float* params, const AttentionInputs& E, 
             for (int d = 0; d < c.HS; d++)
                 for (int i = 0; i < C; i++) {
                     Wq(d, i) = w[(size_t)(h * c.HS + d) * C + i];
-                    Wk(d, i) = w[(size_t)(c.AH() + h * c.HS + d) * C + i];
+                    Wk(d, i) = w[(size_t)(c.attention_width() + h * c.HS + d) * C + i];
                 }
             set_query_key(c, params, l, h, Wq, Wk);
         }
     }
-    for (float* p : {X, dX, W, dW, m, v, qkv, dqkv, bias, out, att, dS}) buffer_free(dev, p);
+    for (float* p : {X, dX, W, dW, m, v, qkv, dqkv, bias, out, att, dscores}) buffer_free(dev, p);
     return fit;
 }
 
@@ -250,8 +240,8 @@ inline QkFit init_qk_opt(Model& model, float* params, const AttentionInputs& E, 
 // 0.4 Z' - 0.4 I, with Z, Z' ~ N(0, 1/C) (C,C), each factored by its rank-HS truncated SVD.
 // Wo_h (C,HS) is head h's block of columns of the output projection. q, k biases are set to 0.
 inline void init_mimetic(const Config& c, float* params, Rng& rng) {
-    ParamTensors p = param_bind(c, params);
-    const int C = c.C;
+    const ParamTensors p = param_bind(c, params);
+    const int C = c.C, AW = c.attention_width();
     for (int l = 0; l < c.L; l++)
         for (int h = 0; h < c.NH; h++) {
             Matrix qk(C, C), vo(C, C);
@@ -263,12 +253,13 @@ inline void init_mimetic(const Config& c, float* params, Rng& rng) {
             low_rank_factors(qk, c.HS, Wq, Wk);
             set_query_key(c, params, l, h, Wq, Wk);
             low_rank_factors(vo, c.HS, Wv, WoT);
-            float* wv = p.qkvw + (size_t)l * c.QKV() * C + (size_t)(2 * c.AH() + h * c.HS) * C;  // (HS,C)
-            float* wo = p.attprojw + (size_t)l * C * c.AH();                                  // (C,NH·HS)
+            const BlockParams block = block_params(c, p, l);
+            float* wv = block.qkvw + (size_t)(2 * AW + h * c.HS) * C;  // (HS,C) head h's value rows
+            float* wo = block.attprojw;                                 // (C,NH·HS)
             for (int d = 0; d < c.HS; d++)
                 for (int i = 0; i < C; i++) {
                     wv[(size_t)d * C + i] = (float)Wv(d, i);
-                    wo[(size_t)i * c.AH() + h * c.HS + d] = (float)WoT(d, i);
+                    wo[(size_t)i * AW + h * c.HS + d] = (float)WoT(d, i);
                 }
         }
 }

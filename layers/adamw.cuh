@@ -1,4 +1,4 @@
-// adamw.cuh: Adam with weight decay, elementwise, in the two forms in use:
+// layers/adamw.cuh: Adam with weight decay, elementwise, in the two forms in use:
 //   AdamW (Loshchilov & Hutter; the default): the decay is decoupled from the gradient
 //       g = grad                               p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p)
 //   Adam with L2 (torch.optim.Adam's weight_decay, as GOTU's code trains): the decay is
@@ -9,7 +9,7 @@
 //   mhat = m / (1 - b1^t)          vhat = v / (1 - b2^t)
 // The model calls it once per parameter tensor, so the mask can have its own weight decay.
 #pragma once
-#include "common.cuh"
+#include "layers/common.cuh"  // Device, ceil_div, BLOCK, cudaCheck
 
 struct AdamWSettings {
     float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
@@ -44,6 +44,6 @@ inline void adamw_update(Device dev, float* params, float* m, float* v, const fl
     if (dev == DEVICE_CPU) return adamw_cpu(params, m, v, grads, n, s, wd, t);
     // the bias corrections are computed on the host in float, as adamw_cpu<float> does
     float c1 = 1.0f - std::pow(s.beta1, (float)t), c2 = 1.0f - std::pow(s.beta2, (float)t);
-    adamw_kernel1<<<ceil_div((int)n, 256), 256>>>(params, m, v, grads, n, s, wd, c1, c2);
+    adamw_kernel1<<<ceil_div(n, BLOCK), BLOCK>>>(params, m, v, grads, n, s, wd, c1, c2);
     cudaCheck(cudaGetLastError());
 }

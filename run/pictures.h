@@ -1,5 +1,5 @@
-// pictures.h: heatmaps as PNG files (stb_image_write, Debian's libstb-dev), so that a run's
-// masks and attention maps can be seen, not only read (DESIGN.md section 7). Host only.
+// run/pictures.h: heatmaps as PNG files (stb_image_write, Debian's libstb-dev), so that a
+// run's masks and attention maps can be seen, not only read. Host only.
 //
 // A picture is a grid of panels, one (T,T) matrix each: rows of the grid are layers, columns
 // are heads. Entry (i, j) of a panel, query i and key j, is a square of `cell` pixels, row i
@@ -13,7 +13,7 @@
 #include <cmath>
 #include <string>
 #include <vector>
-#include "common.cuh"
+#include "layers/errors.h"  // fail()
 
 // viridis at nine evenly spaced points (matplotlib's colour map), interpolated linearly
 inline void viridis(double t, unsigned char* rgb) {

@@ -1,4 +1,4 @@
-// matmul.cuh: the linear layer, PyTorch layout (weight is (OC, C)).
+// layers/matmul.cuh: the linear layer, PyTorch layout (weight is (OC, C)).
 //   out[n,o] = sum_c inp[n,c] * weight[o,c] + bias[o]          out = inp W^T + b
 // backward, quoting the forward line:
 //   dinp[n,c]   += sum_o dout[n,o] * weight[o,c]                dinp += dout W
@@ -8,7 +8,7 @@
 // reasoning written out once below, and a small kernel for the bias gradient.
 // bias may be nullptr (no bias), and so may dbias.
 #pragma once
-#include "common.cuh"
+#include "layers/common.cuh"  // Device, ceil_div, BLOCK, cudaCheck, cublasCheck, cublas_handle
 
 template <typename F>
 void matmul_forward_cpu(F* out, const F* inp, const F* weight, const F* bias, int N, int C, int OC) {
@@ -57,16 +57,28 @@ void matmul_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const F* 
 }
 
 // ---- GPU ----
-// cuBLAS is column-major. A row-major (R, K) matrix is, read column-major, its transpose
-// (K, R) with leading dimension K. So every row-major product P = X Y is computed as the
-// column-major product P^T = Y^T X^T, with Y^T and X^T being just the buffers as they are:
-//   out = inp W^T      ->  out^T (OC,N) = W (OC,C) inp^T (C,N):  gemm(T, N, OC, N, C, W, C, inp, C, out, OC)
-//   dinp = dout W      ->  dinp^T (C,N) = W^T (C,OC) dout^T:     gemm(N, N, C, N, OC, W, C, dout, OC, dinp, C)
-//   dW = dout^T inp    ->  dW^T (C,OC) = inp^T (C,N) dout (N,OC): gemm(N, T, C, OC, N, inp, C, dout, OC, dW, C)
+// cuBLAS is column-major; our buffers are row-major. The rule the three calls follow:
+//   1. A row-major (R, K) buffer, read column-major with leading dimension K, is its
+//      transpose (K, R). So the row-major result P (R, K) is written by asking cuBLAS for the
+//      column-major P^T (K, R): a row-major product P = X Y becomes P^T = Y^T X^T.
+//   2. For each operand of that column-major product, look at what the buffer reads as
+//      (rule 1). Where the buffer already reads as the operand needed, pass CUBLAS_OP_N;
+//      where it reads as the operand's transpose, pass CUBLAS_OP_T and cuBLAS transposes it.
+//      The leading dimension is always the buffer's row length, whatever the op.
+// The three products, with what each buffer reads as:
+//   out = inp W^T    ->  out^T (OC,N) = W (OC,C) · inp^T (C,N)
+//                        weight (OC,C) reads as W^T, but W is needed: OP_T;  inp reads as inp^T: OP_N
+//                        gemm(T, N, m=OC, n=N, k=C, weight, ld C, inp, ld C, out, ld OC)
+//   dinp = dout W    ->  dinp^T (C,N) = W^T (C,OC) · dout^T (OC,N)
+//                        weight reads as W^T: OP_N;  dout (N,OC) reads as dout^T: OP_N
+//                        gemm(N, N, m=C, n=N, k=OC, weight, ld C, dout, ld OC, dinp, ld C)
+//   dW = dout^T inp  ->  dW^T (C,OC) = inp^T (C,N) · dout (N,OC)
+//                        inp reads as inp^T: OP_N;  dout reads as dout^T, but dout is needed: OP_T
+//                        gemm(N, T, m=C, n=OC, k=N, inp, ld C, dout, ld OC, dweight, ld C)
 
 __global__ void add_bias_kernel1(float* out, const float* bias, int N, int OC) {
-    int idx = blockIdx.x * blockDim.x + threadIdx.x;  // over N*OC
-    if (idx < N * OC) out[idx] += bias[idx % OC];
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // over N*OC
+    if (idx < (size_t)N * OC) out[idx] += bias[idx % OC];
 }
 
 // One thread per output channel, rows summed in order (deterministic, no atomics).
@@ -84,7 +96,7 @@ inline void matmul_forward_gpu(float* out, const float* inp, const float* weight
     cublasCheck(cublasSgemm(cublas_handle(), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &one, weight, C, inp, C,
                             &zero, out, OC));
     if (bias) {
-        add_bias_kernel1<<<ceil_div(N * OC, 256), 256>>>(out, bias, N, OC);
+        add_bias_kernel1<<<ceil_div((size_t)N * OC, BLOCK), BLOCK>>>(out, bias, N, OC);
         cudaCheck(cudaGetLastError());
     }
 }

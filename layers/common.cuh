@@ -1,12 +1,12 @@
-// common.cuh: the small things every other file leans on.
-//   - fail(): the one way the program reports bad input (one line, exit code 2)
+// layers/common.cuh: the small things every layer and the model lean on.
+//   - fail() (errors.h): the one way the program reports bad input
 //   - cudaCheck / cublasCheck: CUDA errors are bugs, not input; they abort with file:line
 //   - Device: where a buffer lives and where a layer runs (CPU loops or CUDA kernels)
 //   - buffer helpers that allocate, clear and copy on either device
 //   - Rng: a seeded xorshift64* generator (uniform and normal), so a seed fixes everything
+//   - what the device is: the GPU's name, or the CPU's model, vector width and threads
 //   - wall-clock timing
 #pragma once
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -15,26 +15,17 @@
 #include <cmath>
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <cuda_runtime.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 #include <cublas_v2.h>
+#include "layers/errors.h"  // fail(), InputError
 
 // ----------------------------------------------------------------------------
-// errors
-
-// Bad input from the user (flags, files, shapes): one line on stderr, exit code 2.
-[[noreturn]] inline void fail(const char* fmt, ...) {
-    va_list args;
-    va_start(args, fmt);
-    fprintf(stderr, "maskprior: error: ");
-    vfprintf(stderr, fmt, args);
-    fprintf(stderr, "\n");
-    va_end(args);
-    exit(2);
-}
+// errors: bad input throws InputError through fail() (errors.h); CUDA errors are bugs
 
 inline void cuda_check(cudaError_t err, const char* file, int line) {
     if (err != cudaSuccess) {
@@ -65,6 +56,44 @@ inline int gpu_count() {
         return 0;
     }
     return n;
+}
+
+// The SIMD width the host code was compiled for (the -march of the build decides it, not the
+// machine it runs on): what the CPU loops can use.
+inline int cpu_vector_bits() {
+#if defined(__AVX512F__)
+    return 512;
+#elif defined(__AVX__)
+    return 256;
+#elif defined(__SSE2__)
+    return 128;
+#else
+    return 0;
+#endif
+}
+
+// OpenMP threads of the CPU loops (1 in a build without OpenMP)
+inline int cpu_threads() {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+// "NVIDIA H200 (CUDA)", or the CPU's model name with its vector width and thread count
+inline std::string device_name(Device dev) {
+    if (dev == DEVICE_GPU) {
+        cudaDeviceProp prop;
+        cudaCheck(cudaGetDeviceProperties(&prop, 0));
+        return std::string(prop.name) + " (CUDA)";
+    }
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line, model = "CPU";
+    while (std::getline(cpuinfo, line))
+        if (line.rfind("model name", 0) == 0) { model = line.substr(line.find(':') + 2); break; }
+    return model + ", " + std::to_string(cpu_vector_bits()) + "-bit vectors, " +
+           std::to_string(cpu_threads()) + " threads (CPU)";
 }
 
 // The one cuBLAS handle of the process, created on first use (GPU runs only).
@@ -110,12 +139,16 @@ inline void buffer_zero(Device dev, float* p, size_t count) {
 // Copies count floats between two buffers, each on its own device.
 inline void buffer_copy(float* dst, Device dst_dev, const float* src, Device src_dev, size_t count) {
     if (dst_dev == DEVICE_CPU && src_dev == DEVICE_CPU) { memcpy(dst, src, count * sizeof(float)); return; }
-    cudaMemcpyKind kind = dst_dev == DEVICE_GPU ? (src_dev == DEVICE_GPU ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
-                                                : cudaMemcpyDeviceToHost;
+    cudaMemcpyKind kind = dst_dev == DEVICE_CPU ? cudaMemcpyDeviceToHost
+                          : src_dev == DEVICE_GPU ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
     cudaCheck(cudaMemcpy(dst, src, count * sizeof(float), kind));
 }
 
-inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+// Blocks of `block` threads that cover n elements: the grid size of a one-thread-per-element
+// kernel. n is a size_t, so callers multiply their dims as size_t: B·T·V can pass 2^31.
+inline unsigned int ceil_div(size_t n, int block) { return (unsigned int)((n + block - 1) / block); }
+
+constexpr int BLOCK = 256;  // threads per block for the simple one-thread-per-element kernels
 
 // ----------------------------------------------------------------------------
 // random numbers: xorshift64*, uniform in [0,1) from the top 24 bits, normal by Box-Muller

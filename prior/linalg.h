@@ -1,4 +1,4 @@
-// linalg.h: the little dense linear algebra the QK initialisations need (DESIGN.md section 5),
+// prior/linalg.h: the little dense linear algebra the QK initialisations need (prior/init.cuh),
 // host only, in double: a matrix type, products, the singular value decomposition and the
 // pseudo-inverse. The matrices are small (at most a few hundred rows), and they are used once,
 // at initialisation.

@@ -1,11 +1,14 @@
-// options.h: the command line. Every flag, its default and its check live here; anything
+// run/options.h: the command line. Every flag, its default and its check live here; anything
 // wrong (an unknown flag, a missing or malformed value, an impossible shape) is one line on
-// stderr and exit code 2, through fail().
+// stderr and exit code 2, through fail(), which throws to main.
 #pragma once
+#include <cerrno>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
-#include "common.cuh"
+#include "layers/errors.h"  // fail()
 
 struct Options {
     std::string task = "maj3";
@@ -34,8 +37,8 @@ static const char* USAGE = R"(usage: maskprior [flags]
 Trains a small transformer whose attention carries a learnable mask log σ(M).
 
 task and init
-  --task NAME         2parity | maj3 | cyclic3 (Boolean, DESIGN.md 4.1) |
-                      add3 | mul2 (arithmetic, a causal decoder, 4.2)   (maj3)
+  --task NAME         2parity | maj3 | cyclic3 (Boolean GOTU tasks) |
+                      add3 | mul2 (arithmetic, a causal decoder)       (maj3)
   --init NAME         default (no mask) | mask (M = ±c from the task's G) |
                       qk-svd | qk-opt (the same prior in Wq, Wk; no mask) |
                       mimetic (Wq^T Wk ≈ 0.7 Z + 0.7 I; no G)           (default)

@@ -1,0 +1,138 @@
+// layers/pointwise.cuh: the layers that touch each element on its own, or copy one: GELU, the
+// residual add, and the position pick that feeds the regression and classification heads.
+// Each as one block: the math, the CPU loop, kernel1, and the launcher the model calls.
+// Every backward accumulates (+=) into its gradients; model_zero_grad clears them.
+#pragma once
+#include "layers/common.cuh"  // Device, ceil_div, cudaCheck, BLOCK
+
+// GELU, tanh form:  out = 0.5 x (1 + tanh(k (x + 0.044715 x^3))),  k = sqrt(2/pi)
+// backward: dx += dout * (0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2)),  t = tanh(...)
+
+constexpr double GELU_K = 0.7978845608028654;  // sqrt(2/pi)
+
+template <typename F>
+__host__ __device__ inline F gelu_value(F x) {
+    F t = tanh(F(GELU_K) * (x + F(0.044715) * x * x * x));
+    return F(0.5) * x * (F(1) + t);
+}
+
+template <typename F>
+__host__ __device__ inline F gelu_slope(F x) {
+    F t = tanh(F(GELU_K) * (x + F(0.044715) * x * x * x));
+    return F(0.5) * (F(1) + t) + F(0.5) * x * (F(1) - t * t) * F(GELU_K) * (F(1) + F(3 * 0.044715) * x * x);
+}
+
+template <typename F>
+void gelu_forward_cpu(F* out, const F* inp, size_t n) {  // out, inp (n)
+    #pragma omp parallel for
+    for (size_t i = 0; i < n; i++) out[i] = gelu_value(inp[i]);
+}
+
+template <typename F>
+void gelu_backward_cpu(F* dinp, const F* inp, const F* dout, size_t n) {  // dinp, inp, dout (n)
+    #pragma omp parallel for
+    for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * gelu_slope(inp[i]);
+}
+
+__global__ void gelu_forward_kernel1(float* out, const float* inp, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = gelu_value(inp[i]);
+}
+
+__global__ void gelu_backward_kernel1(float* dinp, const float* inp, const float* dout, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dinp[i] += dout[i] * gelu_slope(inp[i]);
+}
+
+inline void gelu_forward(Device dev, float* out, const float* inp, size_t n) {
+    if (dev == DEVICE_CPU) return gelu_forward_cpu(out, inp, n);
+    gelu_forward_kernel1<<<ceil_div(n, BLOCK), BLOCK>>>(out, inp, n);
+    cudaCheck(cudaGetLastError());
+}
+
+inline void gelu_backward(Device dev, float* dinp, const float* inp, const float* dout, size_t n) {
+    if (dev == DEVICE_CPU) return gelu_backward_cpu(dinp, inp, dout, n);
+    gelu_backward_kernel1<<<ceil_div(n, BLOCK), BLOCK>>>(dinp, inp, dout, n);
+    cudaCheck(cudaGetLastError());
+}
+
+// ----------------------------------------------------------------------------
+// Residual: out = a + b.   backward: da += dout, db += dout
+
+template <typename F>
+void residual_forward_cpu(F* out, const F* a, const F* b, size_t n) {  // out, a, b (n)
+    #pragma omp parallel for
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+template <typename F>
+void residual_backward_cpu(F* da, F* db, const F* dout, size_t n) {  // da, db, dout (n)
+    #pragma omp parallel for
+    for (size_t i = 0; i < n; i++) { da[i] += dout[i]; db[i] += dout[i]; }
+}
+
+__global__ void residual_forward_kernel1(float* out, const float* a, const float* b, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i] + b[i];
+}
+
+__global__ void residual_backward_kernel1(float* da, float* db, const float* dout, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { da[i] += dout[i]; db[i] += dout[i]; }
+}
+
+inline void residual_forward(Device dev, float* out, const float* a, const float* b, size_t n) {
+    if (dev == DEVICE_CPU) return residual_forward_cpu(out, a, b, n);
+    residual_forward_kernel1<<<ceil_div(n, BLOCK), BLOCK>>>(out, a, b, n);
+    cudaCheck(cudaGetLastError());
+}
+
+inline void residual_backward(Device dev, float* da, float* db, const float* dout, size_t n) {
+    if (dev == DEVICE_CPU) return residual_backward_cpu(da, db, dout, n);
+    residual_backward_kernel1<<<ceil_div(n, BLOCK), BLOCK>>>(da, db, dout, n);
+    cudaCheck(cudaGetLastError());
+}
+
+// ----------------------------------------------------------------------------
+// Summary pick: the regression and classification heads read one position of each row,
+// `pos`: 0 (CLS) for bidirectional attention; the last position for causal attention, the
+// only one that sees the whole sequence (position 0 sees only itself there).
+//   out[b,:] = inp[b,pos,:]        backward: dinp[b,pos,:] += dout[b,:]
+
+template <typename F>
+void pick_position_forward_cpu(F* out, const F* inp, int B, int T, int C, int pos) {  // out (B,C), inp (B,T,C)
+    for (int b = 0; b < B; b++)
+        for (int c = 0; c < C; c++) out[(size_t)b * C + c] = inp[((size_t)b * T + pos) * C + c];
+}
+
+template <typename F>
+void pick_position_backward_cpu(F* dinp, const F* dout, int B, int T, int C, int pos) {  // dinp (B,T,C), dout (B,C)
+    for (int b = 0; b < B; b++)
+        for (int c = 0; c < C; c++) dinp[((size_t)b * T + pos) * C + c] += dout[(size_t)b * C + c];
+}
+
+__global__ void pick_position_forward_kernel1(float* out, const float* inp, int B, int T, int C, int pos) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // over B*C
+    if (idx >= (size_t)B * C) return;
+    size_t b = idx / C, c = idx % C;
+    out[idx] = inp[(b * T + pos) * C + c];
+}
+
+__global__ void pick_position_backward_kernel1(float* dinp, const float* dout, int B, int T, int C, int pos) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // over B*C
+    if (idx >= (size_t)B * C) return;
+    size_t b = idx / C, c = idx % C;
+    dinp[(b * T + pos) * C + c] += dout[idx];
+}
+
+inline void pick_position_forward(Device dev, float* out, const float* inp, int B, int T, int C, int pos) {
+    if (dev == DEVICE_CPU) return pick_position_forward_cpu(out, inp, B, T, C, pos);
+    pick_position_forward_kernel1<<<ceil_div((size_t)B * C, BLOCK), BLOCK>>>(out, inp, B, T, C, pos);
+    cudaCheck(cudaGetLastError());
+}
+
+inline void pick_position_backward(Device dev, float* dinp, const float* dout, int B, int T, int C, int pos) {
+    if (dev == DEVICE_CPU) return pick_position_backward_cpu(dinp, dout, B, T, C, pos);
+    pick_position_backward_kernel1<<<ceil_div((size_t)B * C, BLOCK), BLOCK>>>(dinp, dout, B, T, C, pos);
+    cudaCheck(cudaGetLastError());
+}

@@ -1,0 +1,162 @@
+// run/report.cuh: what a run prints and what it writes into its folder, besides the pictures:
+//   - the progress line every --log-every steps (loss, ms/step, steps/s, ETA);
+//   - each evaluation as one line on stdout and one JSON object in log.jsonl;
+//   - at the end, metrics.json (the final evaluation and how the run was made) and the final
+//     table. Scripts and tables read the JSON files, never stdout.
+#pragma once
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+#include <nlohmann/json.hpp>
+#include "layers/common.cuh"   // now_seconds, device_sync, device_name, cpu_vector_bits, cpu_threads
+#include "run/evaluate.cuh"    // Evaluation
+
+#ifndef MASKPRIOR_GIT_COMMIT
+#define MASKPRIOR_GIT_COMMIT "unknown"  // the Makefile passes `git describe --always --dirty`
+#endif
+
+template <typename... Args>
+inline std::string fmt(const char* format, Args... args) {
+    char buf[256];
+    snprintf(buf, sizeof buf, format, args...);
+    return buf;
+}
+
+inline std::string format_duration(double seconds) {
+    int s = (int)(seconds + 0.5);
+    if (s >= 3600) return fmt("%dh%02dm", s / 3600, s / 60 % 60);
+    if (s >= 60) return fmt("%dm%02ds", s / 60, s % 60);
+    return fmt("%ds", s);
+}
+
+// The command line as typed, words joined by spaces
+inline std::string command_line(int argc, char** argv) {
+    std::string line = argv[0];
+    for (int i = 1; i < argc; i++) line += std::string(" ") + argv[i];
+    return line;
+}
+
+// ----------------------------------------------------------------------------
+// evaluations: a line on stdout and a row of log.jsonl
+
+// a list with NaN (not defined for that layer) as null
+inline nlohmann::ordered_json layer_list(const std::vector<double>& values) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (double v : values) list.push_back(std::isnan(v) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(v));
+    return list;
+}
+
+inline nlohmann::ordered_json evaluation_json(const Evaluation& ev) {
+    nlohmann::ordered_json j;
+    j["eval_loss"] = ev.loss;
+    for (const auto& [key, value] : ev.metrics) j[key] = value;
+    j["prior_mass"] = ev.prior_mass;
+    const Persistence& p = ev.persistence;
+    bool has_mask = !p.mask_drift.empty() && !std::isnan(p.mask_drift[0]);
+    j["mask_drift"] = has_mask ? layer_list(p.mask_drift) : nlohmann::ordered_json(nullptr);
+    j["qk_cosine"] = layer_list(p.qk_cosine);
+    j["grad_norm_mask"] = has_mask ? layer_list(p.grad_norm_mask) : nlohmann::ordered_json(nullptr);
+    j["grad_norm_qk"] = layer_list(p.grad_norm_qk);
+    return j;
+}
+
+inline void print_list(const char* name, const std::vector<double>& values, const char* format) {
+    printf(" | %s", name);
+    for (double v : values) std::isnan(v) ? printf(" -") : printf(format, v);
+}
+
+// one evaluation as a line on stdout
+inline void print_evaluation(int64_t step, const Evaluation& ev) {
+    printf("eval  step %6lld | loss %.5f |", (long long)step, ev.loss);
+    for (const auto& [key, value] : ev.metrics) printf(" %s %.4f", key.c_str(), value);
+    print_list("prior_mass", ev.prior_mass, " %.3f");
+    print_list("mask_drift", ev.persistence.mask_drift, " %.3f");
+    print_list("qk_cosine", ev.persistence.qk_cosine, " %.3f");
+    printf("\n");
+    fflush(stdout);
+}
+
+// log.jsonl in the run folder: appended to when the run resumes, started afresh otherwise
+struct RunLog {
+    std::ofstream file;
+
+    RunLog(const std::string& dir, bool append)
+        : file(dir + "/log.jsonl", append ? std::ios::app : std::ios::trunc) {
+        if (!file) fail("cannot write %s/log.jsonl", dir.c_str());
+    }
+
+    // One evaluation: its line on stdout, its row in log.jsonl. train_loss: the loss of the
+    // last training batch, NaN when there is none yet (step 0; written as null).
+    void evaluation(int64_t step, double train_loss, const Evaluation& ev) {
+        print_evaluation(step, ev);
+        nlohmann::ordered_json row = {{"step", step}, {"loss", nullptr}};
+        if (!std::isnan(train_loss)) row["loss"] = (float)train_loss;
+        row.update(evaluation_json(ev));
+        file << row.dump() << "\n" << std::flush;
+    }
+};
+
+// ----------------------------------------------------------------------------
+// progress: a line every `every` steps with the training speed of the steps since the last
+// line; evaluations pause the clock, so their time is not counted as training
+
+struct Progress {
+    int64_t every, steps;
+    Device dev;
+    double window_start = now_seconds();
+    int64_t window_steps = 0;
+
+    void step_done(int64_t done, float loss) {
+        window_steps++;
+        if (done % every != 0 && done != steps) return;
+        device_sync(dev);
+        double now = now_seconds(), ms = 1000 * (now - window_start) / window_steps;
+        printf("step %6lld/%lld | loss %.6f | %7.2f ms/step | %7.1f steps/s | ETA %s\n", (long long)done,
+               (long long)steps, loss, ms, 1000 / ms, format_duration((steps - done) * ms / 1000).c_str());
+        fflush(stdout);
+        restart();
+    }
+    void restart() {
+        window_start = now_seconds();
+        window_steps = 0;
+    }
+};
+
+// ----------------------------------------------------------------------------
+// the end of a run
+
+// metrics.json: `about` (what was run and how) followed by the final evaluation, written to a
+// temporary file and renamed, so that a reader never sees half of it.
+inline void write_metrics(const std::string& dir, nlohmann::ordered_json about, const Evaluation& ev, Device dev,
+                          const std::string& command) {
+    about["command"] = command;
+    about["git_commit"] = MASKPRIOR_GIT_COMMIT;
+    about["device"] = device_name(dev);
+    about["cpu_vector_bits"] = cpu_vector_bits();
+    about["threads"] = cpu_threads();
+    about.update(evaluation_json(ev));
+    const std::string path = dir + "/metrics.json", tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp);
+        f << about.dump(2) << "\n";
+        if (!f) fail("cannot write %s", tmp.c_str());
+    }
+    if (rename(tmp.c_str(), path.c_str()) != 0) fail("cannot write %s", path.c_str());
+}
+
+inline void print_final_table(const Config& c, const Evaluation& ev, double seconds) {
+    printf("+------------------+------------+\n");
+    printf("| final metric     | value      |\n");
+    printf("+------------------+------------+\n");
+    for (const auto& [key, value] : ev.metrics) printf("| %-16s | %10.4f |\n", key.c_str(), value);
+    const Persistence& pe = ev.persistence;
+    for (int l = 0; l < c.L; l++) {
+        printf("| prior_mass[%d]    | %10.4f |\n", l, ev.prior_mass[l]);
+        if (c.layer_has_mask(l)) printf("| mask_drift[%d]    | %10.4f |\n", l, pe.mask_drift[l]);
+        printf("| qk_cosine[%d]     | %10.4f |\n", l, pe.qk_cosine[l]);
+    }
+    printf("| seconds          | %10.1f |\n", seconds);
+    printf("+------------------+------------+\n");
+}

@@ -1,0 +1,258 @@
+// run/setup.cuh: from the command line to a model ready to train: the task, the device, the
+// model's config (checked against what the task can give), the prior's structure G, the
+// initialisation with its step-0 check, a resumed checkpoint, and the startup table that
+// shows all of it.
+#pragma once
+#include <sys/stat.h>
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+#include "model.cuh"              // Config, Model
+#include "prior/init.cuh"         // init_default, init_mask_from_structure, init_qk_*, init_mimetic, init_check
+#include "prior/persistence.cuh"  // PersistenceReference
+#include "prior/structure.h"      // Structure, read_structure
+#include "run/checkpoint.h"       // checkpoint_load
+#include "run/options.h"          // Options
+#include "run/report.cuh"         // fmt
+#include "tasks/arithmetic.h"     // ArithmeticTask
+#include "tasks/boolean.h"        // BooleanTask
+
+inline std::unique_ptr<Task> make_task(const Options& opt) {
+    if (opt.task == "2parity" || opt.task == "maj3" || opt.task == "cyclic3")
+        return std::make_unique<BooleanTask>(opt.task);
+    ArithmeticData data;
+    data.data_frac = opt.data_frac > 0 || !opt.train_file.empty() ? opt.data_frac : opt.task == "add3" ? 0.004 : 0.03;
+    data.train_file = opt.train_file;
+    data.test_file = opt.test_file;
+    if (opt.max_test > 0) data.max_test = opt.max_test;
+    data.seed = opt.seed;
+    return std::make_unique<ArithmeticTask>(opt.task, data);  // a bad data file throws
+}
+
+// --device auto takes the GPU when there is one
+inline Device pick_device(const Options& opt) {
+    int gpus = gpu_count();
+    if (opt.device == "cuda" && gpus == 0) fail("--device cuda, but no CUDA GPU is available");
+    Device dev = (opt.device == "cuda" || (opt.device == "auto" && gpus > 0)) ? DEVICE_GPU : DEVICE_CPU;
+    if (dev == DEVICE_GPU) set_tf32(opt.tf32);
+    return dev;
+}
+
+// The model's config from the flags and the task, refusing what cannot be built or trained.
+inline Config model_config(const Options& opt, const Task& task) {
+    Config cfg;
+    cfg.V = task.vocab;
+    cfg.T = task.seq_len;
+    cfg.C = opt.width;
+    cfg.L = opt.layers;
+    cfg.NH = opt.heads;
+    cfg.HS = opt.head_size;
+    cfg.MLP = opt.mlp;
+    cfg.OUT = task.outputs;
+    cfg.head = task.next_token ? HEAD_NEXT_TOKEN : task.outputs == 1 ? HEAD_REGRESSION : HEAD_CLASS;
+    cfg.mask_heads = opt.init == "mask" ? (opt.mask_per_head ? cfg.NH : 1) : 0;
+    cfg.prior_layers = opt.prior_layers == "first" ? PRIOR_FIRST_LAYER : PRIOR_ALL_LAYERS;
+    cfg.causal = opt.causal || task.next_token;  // a language model sees only the past
+    if (opt.encoding == "scalar") {
+        cfg.encoding = ENCODING_SCALAR;
+        cfg.token_value = task.token_values();
+        if (std::all_of(cfg.token_value.begin(), cfg.token_value.end(), [](float v) { return v == 0.0f; }))
+            fail("--encoding scalar: task %s has no token that stands for a number", opt.task.c_str());
+    }
+    if (opt.loss == "logistic") {
+        cfg.loss = LOSS_LOGISTIC;
+        if (cfg.head != HEAD_REGRESSION)
+            fail("--loss logistic needs a regression head; task %s has %d classes", opt.task.c_str(), cfg.OUT);
+        std::vector<int> tokens(task.seq_len);
+        float y;  // one target: the head is a regression head
+        for (int i = 0; i < task.train_size(); i++) {
+            task.train_example(i, tokens.data(), &y);
+            if (y != 1.0f && y != -1.0f)
+                fail("--loss logistic needs ±1 targets; task %s has the target %g", opt.task.c_str(), y);
+        }
+    }
+    // The kernels launch one thread per element of an activation with int row counts; keep the
+    // largest activation, B·T times its widest row, below 2^31 floats.
+    const long long widest = std::max({cfg.C, cfg.qkv_width(), cfg.MLP, cfg.NH * cfg.T, cfg.OUT});
+    const long long largest = (long long)opt.batch * cfg.T * widest;
+    if (largest >= (1LL << 31))
+        fail("batch x sequence x width is too large: B·T·max(C, 3·NH·HS, MLP, NH·T, V) = %lld floats, "
+             "the limit is 2^31", largest);
+    return cfg;
+}
+
+// optimizer steps: --steps, or --epochs passes over the training set
+inline int64_t training_steps(const Options& opt, const Task& task) {
+    const int64_t steps = opt.epochs > 0 ? (int64_t)std::ceil(opt.epochs * task.train_size() / opt.batch) : opt.steps;
+    if (steps <= 0) fail("the run has no steps (--steps %lld, --epochs %g)", (long long)opt.steps, opt.epochs);
+    return steps;
+}
+
+inline void set_optimizer(Model& model, const Options& opt) {
+    model.adam.lr = opt.lr;
+    model.adam.decoupled = opt.optimizer == "adamw";
+    model.weight_decay = opt.wd;
+    model.mask_weight_decay = opt.mask_wd;
+}
+
+// the prior's structure G: the task's, or one from a file
+inline Structure prior_structure(const Options& opt, const Task& task, const Config& cfg) {
+    Structure G;
+    if (opt.mask_structure.empty()) G = {1, cfg.T, task.structure()};
+    else G = read_structure(opt.mask_structure, cfg.T, cfg.NH);
+    if (G.heads > 1 && cfg.mask_heads == 1)
+        fail("%s has one G per head: add --mask-per-head", opt.mask_structure.c_str());
+    return G;
+}
+
+// ----------------------------------------------------------------------------
+// initialisation (prior/init.cuh): the default weights, then what --init changes
+
+struct Initialisation {
+    std::vector<int> sample_tokens;  // (samples,T) the run's first training examples
+    std::string note;                // how the QK inits were fitted; empty for the others
+    InitCheck check;                 // how closely layer 0 starts at the target pattern P
+    PersistenceReference reference;  // step 0, what the persistence metrics compare with
+};
+
+// The structured inits see the first attention's input on sample examples: the run's first
+// (up to) 1024 training examples.
+inline Initialisation initialise(Model& model, const Options& opt, const Task& task, const Structure& G) {
+    const Config& cfg = model.cfg;
+    Initialisation init;
+    const int samples = std::min(task.train_size(), 1024);
+    init.sample_tokens.resize((size_t)samples * cfg.T);
+    EpochOrder first_epoch(opt.seed, task.train_size());
+    std::vector<float> targets(task.targets_per_example());
+    for (int k = 0; k < samples; k++)
+        task.train_example(first_epoch.example(k), &init.sample_tokens[(size_t)k * cfg.T], targets.data());
+    std::vector<float> host(model.num_params);
+    Rng rng(opt.seed);
+    init_default(cfg, host.data(), rng);
+    if (opt.init == "mask") init_mask_from_structure(cfg, host.data(), G, opt.mask_c);
+    if (opt.init == "mimetic") init_mimetic(cfg, host.data(), rng);
+    model_upload(model, model.params_mem, host);
+    const AttentionInputs E = first_attention_inputs(model, init.sample_tokens, samples);
+    if (opt.init == "qk-svd") {
+        init_qk_svd(cfg, host.data(), E, G, opt.mask_c);
+        init.note = fmt("closed form from %d distinct first-attention inputs", E.distinct.rows);
+    }
+    if (opt.init == "qk-opt") {
+        QkFit fit = init_qk_opt(model, host.data(), E, G, opt.mask_c, (int)opt.qk_opt_steps);
+        init.note = fmt("Adam fit, %lld steps: KL(P||A) %.4f -> %.6f", (long long)opt.qk_opt_steps, fit.kl_start,
+                        fit.kl_end);
+    }
+    model_upload(model, model.params_mem, host);
+    init.check = init_check(model, init.sample_tokens, samples, G, opt.mask_c);
+    init.reference = {host, E.distinct};
+    return init;
+}
+
+// What a checkpoint must match to be resumed, and what it records of the run besides the
+// model's config.
+inline Metadata run_metadata(const Options& opt) {
+    return {{"task", opt.task}, {"init", opt.init}, {"seed", std::to_string(opt.seed)}, {"optimizer", opt.optimizer}};
+}
+
+// --resume: loads the checkpoint into the model and returns its step (0 without --resume).
+inline int64_t resume(Model& model, const Options& opt, int64_t steps) {
+    if (opt.resume.empty()) return 0;
+    Metadata meta;
+    TrainingState state = checkpoint_load(opt.resume, model.cfg, &meta);  // checks the config itself
+    for (const auto& [key, want] : run_metadata(opt))
+        if (meta[key] != want)
+            fail("%s is a checkpoint of %s=%s; this run asks for %s=%s", opt.resume.c_str(), key.c_str(),
+                 meta[key].c_str(), key.c_str(), want.c_str());
+    const int64_t step = atoll(meta["step"].c_str());
+    if (step > steps)
+        fail("%s is at step %lld, past --steps %lld", opt.resume.c_str(), (long long)step, (long long)steps);
+    model_upload(model, model.params_mem, state.params);
+    model_upload(model, model.m_mem, state.m);
+    model_upload(model, model.v_mem, state.v);
+    model.adam_t = state.adam_t;
+    return step;
+}
+
+// The model's state as a checkpoint holds it
+inline TrainingState training_state(const Model& model) {
+    return {model_download(model, model.params_mem), model_download(model, model.m_mem),
+            model_download(model, model.v_mem), model.adam_t};
+}
+
+// --out, or runs/<task>-<init>-s<seed>; created with its parents (mkdir -p)
+inline std::string run_folder(const Options& opt) {
+    const std::string dir = opt.out.empty() ? "runs/" + opt.task + "-" + opt.init + "-s" + std::to_string(opt.seed)
+                                            : opt.out;
+    for (size_t i = 1; i <= dir.size(); i++) {
+        if (i < dir.size() && dir[i] != '/') continue;
+        std::string prefix = dir.substr(0, i);
+        if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) fail("cannot create folder %s", prefix.c_str());
+    }
+    return dir;
+}
+
+// ----------------------------------------------------------------------------
+// the startup table
+
+// G drawn in text for one example, rows and columns labelled with its tokens, so that a reader
+// can check by eye which key each query may attend to (head 0's G when there is one per head).
+inline void print_structure(const Structure& G, const Task& task, const int* tokens) {
+    // tokens (T): one example
+    const int T = G.T;
+    std::vector<std::string> label(T);
+    size_t width = 1;
+    for (int t = 0; t < T; t++) width = std::max(width, (label[t] = task.token_text(tokens[t])).size());
+    printf("G on a sample row (row: the query, column: the key, '#': G allows it%s)\n",
+           G.heads > 1 ? "; head 0" : "");
+    printf("%*s", (int)width + 1, "");
+    for (int j = 0; j < T; j++) printf(" %*s", (int)width, label[j].c_str());
+    printf("\n");
+    for (int i = 0; i < T; i++) {
+        printf("%*s ", (int)width + 1, label[i].c_str());
+        for (int j = 0; j < T; j++) printf(" %*s", (int)width, G.head(0)[i * T + j] != 0 ? "#" : ".");
+        printf("\n");
+    }
+}
+
+inline void print_startup(const Options& opt, const Task& task, const Model& model, const Structure& G,
+                          const Initialisation& init, int64_t steps, int64_t start_step, const std::string& out_dir) {
+    const Config& cfg = model.cfg;
+    auto row = [](const char* label, const std::string& text) { printf("| %-16s | %-52s |\n", label, text.c_str()); };
+    const char* mask_kind = cfg.mask_heads == 0   ? ""
+                            : cfg.mask_heads == 1 ? ", mask shared by heads"
+                                                  : ", mask per head";
+    const std::string rule = "+------------------+------------------------------------------------------+";
+    puts(rule.c_str());
+    row("task", fmt("%s (train %d, eval %d)", opt.task.c_str(), task.train_size(), task.eval_size()));
+    if (!task.describe().empty()) row("", task.describe());
+    if (task.next_token)
+        row("loss on", opt.loss_on == "all" ? "every position" : "the answer tokens; greedy decoding at eval");
+    const bool structured = opt.init == "mask" || opt.init == "qk-svd" || opt.init == "qk-opt";
+    row("init", fmt("%s%s%s%s", opt.init.c_str(), mask_kind, structured ? fmt(", c = %g", opt.mask_c).c_str() : "",
+                    structured && cfg.prior_layers == PRIOR_FIRST_LAYER ? ", layer 0 only" : ""));
+    if (!init.note.empty()) row("", init.note);
+    row("structure G", opt.mask_structure.empty() ? "the task's" : fmt("%s (%s)", opt.mask_structure.c_str(),
+                                                                      G.heads > 1 ? "one per head" : "all heads"));
+    const InitCheck& check = init.check;
+    row("step-0 check", fmt("layer 0: prior mass %.3f (target P: %.3f)", check.prior_mass, check.target_mass));
+    row("", fmt("|A - P| mean %.4f, max %.4f; P = softmax(c G)", check.mean_abs_diff, check.max_abs_diff));
+    row("model", fmt("C %d L %d NH %d HS %d MLP %d T %d%s", cfg.C, cfg.L, cfg.NH, cfg.HS, cfg.MLP, cfg.T,
+                     cfg.causal ? " causal" : ""));
+    row("parameters", fmt("%zu", model.num_params));
+    const std::string loss_name = cfg.head == HEAD_REGRESSION ? opt.loss : "cross-entropy";
+    row("encoding, loss", fmt("%s, %s", opt.encoding.c_str(), loss_name.c_str()));
+    row("optimizer", fmt("%s lr %g wd %g mask wd %g", opt.optimizer == "adamw" ? "AdamW" : "Adam+L2", opt.lr,
+                         opt.wd, opt.mask_wd));
+    row("batch, steps", fmt("%d, %lld (from %lld)", model.B, (long long)steps, (long long)start_step));
+    row("seed", fmt("%llu", (unsigned long long)opt.seed));
+    const size_t activations = model.num_acts + model.num_dacts + (size_t)model.B * cfg.NH * cfg.T * cfg.T;
+    row("memory", fmt("params+grads+adam %.2f MB, activations %.2f MB", 4.0 * model.num_params * sizeof(float) / 1e6,
+                      activations * sizeof(float) / 1e6));
+    row("run folder", out_dir);
+    puts(rule.c_str());
+    if (start_step == 0) print_structure(G, task, init.sample_tokens.data());
+    fflush(stdout);
+}
