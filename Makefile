@@ -3,7 +3,11 @@
 #   make            build ./maskprior
 #   make run        the headline experiment: default, qk-svd, qk-opt and mask init on a Boolean
 #                   task (TASK=maj3), with the table and the prior-mass plots
-#   make test       every test that needs no GPU (GPU cases skip themselves)
+#   make test       every test, the GPU ones on the CPU emulation of CUDA (emu/), and the
+#                   check that the emulation catches four planted bugs
+#   make maskprior-emulated  ./maskprior-emulated: the same program with its kernels run on
+#                   the CPU (--device cuda); EMU_OPT="-O0 -g" to step through a CUDA thread in gdb
+#   make test-emulated  the GPU tests alone, on the emulation
 #   make table-boolean  the Boolean table: 3 tasks x 4 inits x 3 seeds (BOOLEAN_ARGS="--paper --seeds 5")
 #   make sweep-2parity  which settings make 2parity extrapolate, and which do not
 #   make table-arithmetic  add3 and mul2 with little data: 8 fractions x 4 inits x 3 seeds
@@ -42,7 +46,23 @@ NVCCFLAGS = -O3 -std=c++17 $(GENCODE) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march
 LDLIBS    = -lcublas -lgomp
 HEADERS   = $(wildcard *.cuh layers/*.h layers/*.cuh prior/*.h prior/*.cuh run/*.h run/*.cuh tasks/*.h)
 
-.PHONY: all run test table-boolean table-arithmetic sweep-2parity gpu-check gpu-include bench deps clean
+# The CUDA emulation (emu/): the host compiler builds the same sources with MASKPRIOR_CUDA_EMULATION,
+# which puts emu/'s CUDA and cuBLAS in place of the real ones; fibers from Boost.Context run the
+# threads of a block. No GPU and no nvcc needed.
+EMU_CXX   ?= g++
+EMU_OPT   ?= -O2
+EMU_BASE  = -std=c++17 -march=native -fopenmp -Wall -Wno-parentheses $(INCLUDES) -DMASKPRIOR_CUDA_EMULATION \
+            -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"'
+EMU_FLAGS = $(EMU_BASE) $(EMU_OPT)
+# the same tests under AddressSanitizer and UndefinedBehaviorSanitizer: out-of-bounds reads and
+# writes in a kernel beyond the emulation's guard bytes, and undefined arithmetic
+EMU_SANITIZE = $(EMU_BASE) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
+EMU_LIBS  = -lboost_context
+EMU_HEADERS = $(wildcard emu/*.h)
+EMU_TESTS = tests/emulated_tests.cu tests/test_gpu.cu tests/test_emulation.cu tests/test_util.h tests/temp_dir.h
+
+.PHONY: all run test test-emulated table-boolean table-arithmetic sweep-2parity gpu-check gpu-include bench deps \
+        clean
 
 all: maskprior
 
@@ -52,6 +72,15 @@ maskprior: main.cu $(HEADERS)
 tests/unit_tests: $(wildcard tests/*.cu tests/*.h) $(HEADERS)
 	$(NVCC) $(NVCCFLAGS) -o $@ tests/unit_tests.cu $(LDLIBS)
 
+maskprior-emulated: main.cu $(HEADERS) $(EMU_HEADERS)
+	$(EMU_CXX) $(EMU_FLAGS) -o $@ -x c++ main.cu -x none $(EMU_LIBS)
+
+tests/emulated_tests: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS)
+	$(EMU_CXX) $(EMU_FLAGS) -o $@ -x c++ tests/emulated_tests.cu -x none $(EMU_LIBS)
+
+tests/emulated_tests_asan: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS)
+	$(EMU_CXX) $(EMU_SANITIZE) -o $@ -x c++ tests/emulated_tests.cu -x none $(EMU_LIBS)
+
 # Debian packages the build and the tests need, installed when missing
 deps:
 	@sh tools/install-deps.sh
@@ -59,8 +88,11 @@ deps:
 run: deps maskprior
 	@SEEDS="$(SEEDS)" OPTIMIZER=$(OPTIMIZER) sh experiments/headline.sh $(TASK)
 
-test: deps maskprior tests/unit_tests
+test: deps maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan
 	@sh tests/run_all.sh
+
+test-emulated: deps maskprior-emulated tests/emulated_tests
+	./tests/emulated_tests --no-intro=true
 
 table-boolean: deps maskprior
 	@sh experiments/boolean_table.sh $(BOOLEAN_ARGS)
@@ -84,4 +116,4 @@ bench: deps maskprior
 	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} $(PYTHON) tools/bench.py
 
 clean:
-	rm -f maskprior tests/unit_tests
+	rm -f maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan

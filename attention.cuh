@@ -212,19 +212,16 @@ __global__ void attention_backward_mask_kernel1(float* dmask, const float* dscor
 inline void attention_forward(Device dev, float* out, float* att, const float* qkv, const float* mask,
                               AttentionShape s) {
     if (dev == DEVICE_CPU) return attention_forward_cpu(out, att, qkv, mask, s);
-    attention_forward_kernel1<<<ceil_div((size_t)s.B * s.NH * s.T, 128), 128>>>(out, att, qkv, mask, s);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<attention_forward_kernel1>(ceil_div((size_t)s.B * s.NH * s.T, 128), 128, 0, out, att, qkv, mask, s);
 }
 
 inline void attention_backward(Device dev, float* dqkv, float* dmask, float* dscores, const float* dout,
                                const float* qkv, const float* att, const float* mask, AttentionShape s) {
     if (dev == DEVICE_CPU) return attention_backward_cpu(dqkv, dmask, dscores, dout, qkv, att, mask, s);
     int rows = s.B * s.NH * s.T;
-    attention_backward_rows_kernel1<<<ceil_div(rows, 128), 128>>>(dqkv, dscores, dout, qkv, att, s);
-    cudaCheck(cudaGetLastError());
-    attention_backward_columns_kernel1<<<ceil_div(rows, 128), 128>>>(dqkv, dscores, dout, qkv, att, s);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<attention_backward_rows_kernel1>(ceil_div(rows, 128), 128, 0, dqkv, dscores, dout, qkv, att, s);
+    launch_kernel<attention_backward_columns_kernel1>(ceil_div(rows, 128), 128, 0, dqkv, dscores, dout, qkv, att, s);
     if (s.mask_heads == 0) return;
-    attention_backward_mask_kernel1<<<ceil_div((size_t)s.mask_heads * s.T * s.T, 128), 128>>>(dmask, dscores, mask, s);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<attention_backward_mask_kernel1>(ceil_div((size_t)s.mask_heads * s.T * s.T, 128), 128, 0, dmask,
+                                                   dscores, mask, s);
 }

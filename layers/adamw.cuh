@@ -44,6 +44,5 @@ inline void adamw_update(Device dev, float* params, float* m, float* v, const fl
     if (dev == DEVICE_CPU) return adamw_cpu(params, m, v, grads, n, s, wd, t);
     // the bias corrections are computed on the host in float, as adamw_cpu<float> does
     float c1 = 1.0f - std::pow(s.beta1, (float)t), c2 = 1.0f - std::pow(s.beta2, (float)t);
-    adamw_kernel1<<<ceil_div(n, BLOCK), BLOCK>>>(params, m, v, grads, n, s, wd, c1, c2);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<adamw_kernel1>(ceil_div(n, BLOCK), BLOCK, 0, params, m, v, grads, n, s, wd, c1, c2);
 }

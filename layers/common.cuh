@@ -17,11 +17,16 @@
 #include <chrono>
 #include <fstream>
 #include <string>
+#ifdef MASKPRIOR_CUDA_EMULATION  // the host compiler, without a GPU: emu/ runs the kernels on the CPU
+#include "emu/cuda_emulation.h"
+#include "emu/cublas_emulation.h"
+#else
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#include <cublas_v2.h>
 #include "layers/errors.h"  // fail(), InputError
 
 // ----------------------------------------------------------------------------
@@ -149,6 +154,27 @@ inline void buffer_copy(float* dst, Device dst_dev, const float* src, Device src
 inline unsigned int ceil_div(size_t n, int block) { return (unsigned int)((n + block - 1) / block); }
 
 constexpr int BLOCK = 256;  // threads per block for the simple one-thread-per-element kernels
+
+// Every kernel is launched here: launch_kernel<kernel>(grid, block, shared_bytes, args...) is
+// kernel<<<grid, block, shared_bytes>>>(args...) and the check of its launch. Under the CPU
+// emulation (emu/) the same call checks the launch configuration and every pointer argument,
+// then runs the kernel's threads on the CPU.
+template <auto kernel, typename... Args>
+inline void launch_kernel(dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
+#ifdef MASKPRIOR_CUDA_EMULATION
+    emu::launch<kernel>(grid, block, shared_bytes, args...);
+#else
+    kernel<<<grid, block, shared_bytes>>>(args...);
+#endif
+    cudaCheck(cudaGetLastError());
+}
+
+// extern __shared__ T name[]: the launch's dynamic shared memory, shared_bytes of it
+#ifdef MASKPRIOR_CUDA_EMULATION
+#define DYNAMIC_SHARED(T, name) T* name = reinterpret_cast<T*>(emu::dynamic_shared_memory())
+#else
+#define DYNAMIC_SHARED(T, name) extern __shared__ T name[]
+#endif
 
 // ----------------------------------------------------------------------------
 // random numbers: xorshift64*, uniform in [0,1) from the top 24 bits, normal by Box-Muller

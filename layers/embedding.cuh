@@ -63,15 +63,14 @@ __global__ void embedding_backward_kernel1(float* dwte, float* dwpe, const float
 inline void embedding_forward(Device dev, float* out, const int* tokens, const float* wte, const float* wpe,
                               int B, int T, int C) {
     if (dev == DEVICE_CPU) return embedding_forward_cpu(out, tokens, wte, wpe, B, T, C);
-    embedding_forward_kernel1<<<ceil_div((size_t)B * T * C, BLOCK), BLOCK>>>(out, tokens, wte, wpe, B, T, C);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<embedding_forward_kernel1>(ceil_div((size_t)B * T * C, BLOCK), BLOCK, 0, out, tokens, wte, wpe, B, T,
+                                             C);
 }
 
 inline void embedding_backward(Device dev, float* dwte, float* dwpe, const float* dout, const int* tokens,
                                int B, int T, int C) {
     if (dev == DEVICE_CPU) return embedding_backward_cpu(dwte, dwpe, dout, tokens, B, T, C);
-    embedding_backward_kernel1<<<ceil_div(C, 64), 64>>>(dwte, dwpe, dout, tokens, B, T, C);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<embedding_backward_kernel1>(ceil_div(C, 64), 64, 0, dwte, dwpe, dout, tokens, B, T, C);
 }
 
 // ----------------------------------------------------------------------------
@@ -145,14 +144,13 @@ __global__ void scalar_embedding_backward_kernel1(float* dwte, float* dwval, flo
 inline void scalar_embedding_forward(Device dev, float* out, const int* tokens, const float* value,
                                      const float* wte, const float* wval, const float* wpe, int B, int T, int C) {
     if (dev == DEVICE_CPU) return scalar_embedding_forward_cpu(out, tokens, value, wte, wval, wpe, B, T, C);
-    scalar_embedding_forward_kernel1<<<ceil_div((size_t)B * T * C, BLOCK), BLOCK>>>(out, tokens, value, wte, wval, wpe,
-                                                                           B, T, C);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<scalar_embedding_forward_kernel1>(ceil_div((size_t)B * T * C, BLOCK), BLOCK, 0, out, tokens, value,
+                                                    wte, wval, wpe, B, T, C);
 }
 
 inline void scalar_embedding_backward(Device dev, float* dwte, float* dwval, float* dwpe, const float* dout,
                                       const int* tokens, const float* value, int B, int T, int C) {
     if (dev == DEVICE_CPU) return scalar_embedding_backward_cpu(dwte, dwval, dwpe, dout, tokens, value, B, T, C);
-    scalar_embedding_backward_kernel1<<<ceil_div(C, 64), 64>>>(dwte, dwval, dwpe, dout, tokens, value, B, T, C);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<scalar_embedding_backward_kernel1>(ceil_div(C, 64), 64, 0, dwte, dwval, dwpe, dout, tokens, value, B,
+                                                     T, C);
 }

@@ -106,16 +106,15 @@ __global__ void layernorm_backward_params_kernel1(float* dweight, float* dbias, 
 inline void layernorm_forward(Device dev, float* out, float* mean, float* rstd, const float* inp,
                               const float* weight, const float* bias, int N, int C) {
     if (dev == DEVICE_CPU) return layernorm_forward_cpu(out, mean, rstd, inp, weight, bias, N, C);
-    layernorm_forward_kernel1<<<ceil_div(N, BLOCK), BLOCK>>>(out, mean, rstd, inp, weight, bias, N, C);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<layernorm_forward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, out, mean, rstd, inp, weight, bias, N, C);
 }
 
 inline void layernorm_backward(Device dev, float* dinp, float* dweight, float* dbias, const float* dout,
                                const float* inp, const float* weight, const float* mean, const float* rstd,
                                int N, int C) {
     if (dev == DEVICE_CPU) return layernorm_backward_cpu(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
-    layernorm_backward_dinp_kernel1<<<ceil_div(N, BLOCK), BLOCK>>>(dinp, dout, inp, weight, mean, rstd, N, C);
-    cudaCheck(cudaGetLastError());
-    layernorm_backward_params_kernel1<<<ceil_div(C, 64), 64>>>(dweight, dbias, dout, inp, mean, rstd, N, C);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<layernorm_backward_dinp_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, dinp, dout, inp, weight, mean, rstd, N,
+                                                   C);
+    launch_kernel<layernorm_backward_params_kernel1>(ceil_div(C, 64), 64, 0, dweight, dbias, dout, inp, mean, rstd, N,
+                                                     C);
 }

@@ -32,14 +32,12 @@ __global__ void mse_backward_kernel1(float* dpred, const float* pred, const floa
 
 inline void mse_forward(Device dev, float* losses, const float* pred, const float* targets, int N) {
     if (dev == DEVICE_CPU) return mse_forward_cpu(losses, pred, targets, N);
-    mse_forward_kernel1<<<ceil_div(N, BLOCK), BLOCK>>>(losses, pred, targets, N);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<mse_forward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, losses, pred, targets, N);
 }
 
 inline void mse_backward(Device dev, float* dpred, const float* pred, const float* targets, int N) {
     if (dev == DEVICE_CPU) return mse_backward_cpu(dpred, pred, targets, N);
-    mse_backward_kernel1<<<ceil_div(N, BLOCK), BLOCK>>>(dpred, pred, targets, N);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<mse_backward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, dpred, pred, targets, N);
 }
 
 // ----------------------------------------------------------------------------
@@ -84,14 +82,12 @@ __global__ void logistic_backward_kernel1(float* dpred, const float* pred, const
 
 inline void logistic_forward(Device dev, float* losses, const float* pred, const float* targets, int N) {
     if (dev == DEVICE_CPU) return logistic_forward_cpu(losses, pred, targets, N);
-    logistic_forward_kernel1<<<ceil_div(N, BLOCK), BLOCK>>>(losses, pred, targets, N);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<logistic_forward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, losses, pred, targets, N);
 }
 
 inline void logistic_backward(Device dev, float* dpred, const float* pred, const float* targets, int N) {
     if (dev == DEVICE_CPU) return logistic_backward_cpu(dpred, pred, targets, N);
-    logistic_backward_kernel1<<<ceil_div(N, BLOCK), BLOCK>>>(dpred, pred, targets, N);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<logistic_backward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, dpred, pred, targets, N);
 }
 
 // ----------------------------------------------------------------------------
@@ -159,14 +155,13 @@ __global__ void crossentropy_backward_kernel1(float* dlogits, const float* probs
 inline void crossentropy_forward(Device dev, float* losses, float* probs, const float* logits,
                                  const float* targets, const float* row_weight, int N, int V) {
     if (dev == DEVICE_CPU) return crossentropy_forward_cpu(losses, probs, logits, targets, row_weight, N, V);
-    crossentropy_forward_kernel1<<<ceil_div(N, BLOCK), BLOCK>>>(losses, probs, logits, targets, row_weight, N, V);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<crossentropy_forward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, losses, probs, logits, targets,
+                                                row_weight, N, V);
 }
 
 inline void crossentropy_backward(Device dev, float* dlogits, const float* probs, const float* targets,
                                   const float* row_weight, float count, int N, int V) {
     if (dev == DEVICE_CPU) return crossentropy_backward_cpu(dlogits, probs, targets, row_weight, count, N, V);
-    crossentropy_backward_kernel1<<<ceil_div((size_t)N * V, BLOCK), BLOCK>>>(dlogits, probs, targets, row_weight,
-                                                                            count, N, V);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<crossentropy_backward_kernel1>(ceil_div((size_t)N * V, BLOCK), BLOCK, 0, dlogits, probs, targets,
+                                                 row_weight, count, N, V);
 }

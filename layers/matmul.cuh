@@ -96,8 +96,7 @@ inline void matmul_forward_gpu(float* out, const float* inp, const float* weight
     cublasCheck(cublasSgemm(cublas_handle(), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &one, weight, C, inp, C,
                             &zero, out, OC));
     if (bias) {
-        add_bias_kernel1<<<ceil_div((size_t)N * OC, BLOCK), BLOCK>>>(out, bias, N, OC);
-        cudaCheck(cudaGetLastError());
+        launch_kernel<add_bias_kernel1>(ceil_div((size_t)N * OC, BLOCK), BLOCK, 0, out, bias, N, OC);
     }
 }
 
@@ -109,8 +108,7 @@ inline void matmul_backward_gpu(float* dinp, float* dweight, float* dbias, const
     cublasCheck(cublasSgemm(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, &one, inp, C, dout, OC,
                             &one, dweight, C));
     if (dbias) {
-        bias_backward_kernel1<<<ceil_div(OC, 64), 64>>>(dbias, dout, N, OC);
-        cudaCheck(cudaGetLastError());
+        launch_kernel<bias_backward_kernel1>(ceil_div(OC, 64), 64, 0, dbias, dout, N, OC);
     }
 }
 

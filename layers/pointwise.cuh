@@ -46,14 +46,12 @@ __global__ void gelu_backward_kernel1(float* dinp, const float* inp, const float
 
 inline void gelu_forward(Device dev, float* out, const float* inp, size_t n) {
     if (dev == DEVICE_CPU) return gelu_forward_cpu(out, inp, n);
-    gelu_forward_kernel1<<<ceil_div(n, BLOCK), BLOCK>>>(out, inp, n);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<gelu_forward_kernel1>(ceil_div(n, BLOCK), BLOCK, 0, out, inp, n);
 }
 
 inline void gelu_backward(Device dev, float* dinp, const float* inp, const float* dout, size_t n) {
     if (dev == DEVICE_CPU) return gelu_backward_cpu(dinp, inp, dout, n);
-    gelu_backward_kernel1<<<ceil_div(n, BLOCK), BLOCK>>>(dinp, inp, dout, n);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<gelu_backward_kernel1>(ceil_div(n, BLOCK), BLOCK, 0, dinp, inp, dout, n);
 }
 
 // ----------------------------------------------------------------------------
@@ -83,14 +81,12 @@ __global__ void residual_backward_kernel1(float* da, float* db, const float* dou
 
 inline void residual_forward(Device dev, float* out, const float* a, const float* b, size_t n) {
     if (dev == DEVICE_CPU) return residual_forward_cpu(out, a, b, n);
-    residual_forward_kernel1<<<ceil_div(n, BLOCK), BLOCK>>>(out, a, b, n);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<residual_forward_kernel1>(ceil_div(n, BLOCK), BLOCK, 0, out, a, b, n);
 }
 
 inline void residual_backward(Device dev, float* da, float* db, const float* dout, size_t n) {
     if (dev == DEVICE_CPU) return residual_backward_cpu(da, db, dout, n);
-    residual_backward_kernel1<<<ceil_div(n, BLOCK), BLOCK>>>(da, db, dout, n);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<residual_backward_kernel1>(ceil_div(n, BLOCK), BLOCK, 0, da, db, dout, n);
 }
 
 // ----------------------------------------------------------------------------
@@ -127,12 +123,10 @@ __global__ void pick_position_backward_kernel1(float* dinp, const float* dout, i
 
 inline void pick_position_forward(Device dev, float* out, const float* inp, int B, int T, int C, int pos) {
     if (dev == DEVICE_CPU) return pick_position_forward_cpu(out, inp, B, T, C, pos);
-    pick_position_forward_kernel1<<<ceil_div((size_t)B * C, BLOCK), BLOCK>>>(out, inp, B, T, C, pos);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<pick_position_forward_kernel1>(ceil_div((size_t)B * C, BLOCK), BLOCK, 0, out, inp, B, T, C, pos);
 }
 
 inline void pick_position_backward(Device dev, float* dinp, const float* dout, int B, int T, int C, int pos) {
     if (dev == DEVICE_CPU) return pick_position_backward_cpu(dinp, dout, B, T, C, pos);
-    pick_position_backward_kernel1<<<ceil_div((size_t)B * C, BLOCK), BLOCK>>>(dinp, dout, B, T, C, pos);
-    cudaCheck(cudaGetLastError());
+    launch_kernel<pick_position_backward_kernel1>(ceil_div((size_t)B * C, BLOCK), BLOCK, 0, dinp, dout, B, T, C, pos);
 }

@@ -1,20 +1,43 @@
 #!/bin/sh
 # make test: the doctest suite (layers, attention, model, inits, tasks, command line,
-# checkpoints, the PyTorch cross-check; GPU cases skip themselves without a GPU), then the
-# plot script's test, then one closing line.
-log=$(mktemp)
-{ ./tests/unit_tests --no-intro=true "$@" 2>&1; echo $? > "$log.rc"; } | tee "$log"
-status=$(cat "$log.rc")
-summary=$(grep "test cases:" "$log" | tail -1)
-rm -f "$log" "$log.rc"
-count() { echo "$summary" | sed -n "s/.*| *\([0-9]*\) $1.*/\1/p"; }
-passed=$(count passed); failed=$(count failed); skipped=$(count skipped)
-[ "${skipped:-0}" != 0 ] && echo "(skipped: the GPU cases, as there is no GPU here; make gpu-check runs them)"
-sh tests/test_plot.sh
-case $? in
-    0) passed=$((${passed:-0} + 1)) ;;
-    77) skipped=$((${skipped:-0} + 1)) ;;
-    *) failed=$((${failed:-0} + 1)); status=1 ;;
-esac
-echo "tests: ${passed:-0} passed, ${failed:-1} failed, ${skipped:-0} skipped"
-[ "$status" = 0 ] && [ "${failed:-1}" = 0 ]
+# checkpoints, the PyTorch cross-check; its GPU cases skip themselves without a GPU), the GPU
+# tests on the CPU emulation of CUDA (tests/emulated_tests, and tests/emulated_tests_asan under
+# the sanitizers), the planted bugs the emulation must catch (tests/planted_bugs.sh), the plot
+# script's test, then one closing line.
+passed=0; failed=0; skipped=0; status=0
+# one doctest binary: its output, then its counts added to the totals
+run_doctest() {
+    log=$(mktemp)
+    { "$@" --no-intro=true 2>&1; echo $? > "$log.rc"; } | tee "$log"
+    [ "$(cat "$log.rc")" = 0 ] || status=1
+    summary=$(grep "test cases:" "$log" | tail -1)
+    rm -f "$log" "$log.rc"
+    count() { echo "$summary" | sed -n "s/.*| *\([0-9]*\) $1.*/\1/p"; }
+    [ -z "$summary" ] && { failed=$((failed + 1)); return; }
+    passed=$((passed + $(count passed))); failed=$((failed + $(count failed))); skipped=$((skipped + $(count skipped)))
+}
+# a script that exits 0 (passed), 77 (skipped) or anything else (failed)
+run_script() {
+    sh "$@"
+    case $? in
+        0) passed=$((passed + 1)) ;;
+        77) skipped=$((skipped + 1)) ;;
+        *) failed=$((failed + 1)); status=1 ;;
+    esac
+}
+run_doctest ./tests/unit_tests
+gpu_cases_skipped=$skipped
+echo "== the GPU tests on the CPU emulation of CUDA (emu/)"
+start=$(date +%s)
+run_doctest ./tests/emulated_tests
+echo "(the emulated GPU tests took $(($(date +%s) - start)) s)"
+echo "== the same under AddressSanitizer and UndefinedBehaviorSanitizer (all but the 400-step run)"
+start=$(date +%s)
+run_doctest ./tests/emulated_tests_asan -tce="a short GPU training run*"
+echo "(under the sanitizers they took $(($(date +%s) - start)) s)"
+run_script tests/planted_bugs.sh
+run_script tests/test_plot.sh
+[ "$gpu_cases_skipped" != 0 ] && echo "(skipped: $gpu_cases_skipped GPU cases of tests/unit_tests, as there is no GPU here;" \
+    "the emulation ran them, and make gpu-check runs them on a GPU)"
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+[ "$status" = 0 ] && [ "$failed" = 0 ]

@@ -1,6 +1,7 @@
 // GPU kernels against their CPU reference, on awkward shapes and on the real ones; a whole
 // training step GPU vs CPU; a short GPU run that must learn. Every case
-// skips itself when there is no GPU (make test on a CPU machine); make gpu-check runs them.
+// skips itself when there is no GPU; make gpu-check runs them on a GPU, and make test runs them
+// on the CPU emulation of CUDA (emu/), built as tests/emulated_tests.
 #include <fstream>
 #include "test_util.h"
 #include "prior/init.cuh"
@@ -289,9 +290,27 @@ static float three_steps(const Config& c, Device dev, const std::vector<float>& 
     return loss;
 }
 
+// The key biases bk get a gradient that is zero up to rounding: bk adds q_i . bk to every score
+// of query i's row, which the softmax ignores. Adam scales that rounding noise up to steps of
+// about lr, so after a few steps the two devices' key biases may part by a few lr (seen under
+// the CUDA emulation: up to 9e-4 after 3 steps, where every other parameter agreed to 2e-7).
+// Checks them against that bound and leaves them out of the close comparison that follows.
+static void expect_key_biases_within_adam_noise(const Config& c, std::vector<float>& gpu, std::vector<float>& cpu) {
+    const float lr = AdamWSettings().lr, steps = 3;
+    ParamTensors on_gpu = param_bind(c, gpu.data()), on_cpu = param_bind(c, cpu.data());
+    for (int l = 0; l < c.L; l++)
+        for (int o = c.attention_width(); o < 2 * c.attention_width(); o++) {  // the k rows
+            float& g = on_gpu.qkvb[(size_t)l * c.qkv_width() + o];
+            const float h = on_cpu.qkvb[(size_t)l * c.qkv_width() + o];
+            CHECK(std::fabs(g - h) <= 2 * steps * lr);
+            g = h;
+        }
+}
+
 // One batch of a task (32 examples; the next-token head's loss mask from the task), weights
 // from the default init with the mask at c = 1.5 from the task's G, and the parameters after
-// three steps from them on each device; the last losses and parameters must agree.
+// three steps from them on each device; the last losses and parameters must agree (the key
+// biases within Adam's noise, above).
 struct BothDevices {
     std::vector<float> init, y, loss_mask, cpu, gpu;
     std::vector<int> tokens;
@@ -312,7 +331,9 @@ static BothDevices expect_devices_agree(const Task& task, const Config& c, uint6
     float cpu_loss = three_steps(c, DEVICE_CPU, run.init, run.tokens, run.y, run.cpu, mask);
     float gpu_loss = three_steps(c, DEVICE_GPU, run.init, run.tokens, run.y, run.gpu, mask);
     CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-4));
-    expect_close("parameters after 3 steps", run.gpu, run.cpu, REDUCTION);
+    std::vector<float> gpu = run.gpu, cpu = run.cpu;
+    expect_key_biases_within_adam_noise(c, gpu, cpu);
+    expect_close("parameters after 3 steps", gpu, cpu, REDUCTION);
     return run;
 }
 
@@ -402,7 +423,7 @@ TEST_CASE("a training step of the causal decoder on add3: GPU matches the CPU" *
 }
 
 TEST_CASE("a short GPU training run on maj3 fits the seen domain" * doctest::skip(NO_GPU)) {
-    CommandResult r = run_command("./maskprior --device cuda --task maj3 --init mask --steps 400 --eval-every 400 "
+    CommandResult r = run_command(GPU_BINARY + " --device cuda --task maj3 --init mask --steps 400 --eval-every 400 "
                                   "--out " + TMP_PREFIX + "gpu_run");
     REQUIRE_MESSAGE(r.exit_code == 0, r.out);
     std::ifstream f(TMP_PREFIX + "gpu_run/metrics.json");

@@ -70,3 +70,10 @@ inline CommandResult run_command(const std::string& cmd, bool stderr_only = fals
 }
 
 inline bool gpu_available() { return gpu_count() > 0; }
+
+// The binary the GPU tests run: under the CUDA emulation (emu/) the one built against it.
+#ifdef MASKPRIOR_CUDA_EMULATION
+static const std::string GPU_BINARY = "./maskprior-emulated";
+#else
+static const std::string GPU_BINARY = "./maskprior";
+#endif

@@ -3,7 +3,8 @@
 # are missing: make run, make test and make bench call this first. As root it runs apt-get;
 # otherwise sudo; where neither works it says what to install and stops.
 set -e
-needed="doctest-dev nlohmann-json3-dev libstb-dev python3-torch python3-numpy python3-matplotlib libopenblas0-pthread"
+needed="doctest-dev nlohmann-json3-dev libstb-dev python3-torch python3-numpy python3-matplotlib libopenblas0-pthread
+libboost-context-dev"
 missing=""
 for pkg in $needed; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"

@@ -1,0 +1,122 @@
+// emu/cublas_emulation.h: the cuBLAS calls this program makes, on the CPU, for the CUDA
+// emulation (emu/cuda_emulation.h). Written from cuBLAS's documented column-major semantics,
+// not from the row-major reasoning in layers/matmul.cuh, so that the emulated GPU tests check
+// that reasoning independently:
+//   C = alpha op(A) op(B) + beta C        op(X) = X (CUBLAS_OP_N) or X^T (CUBLAS_OP_T)
+//   op(A) is m x k, op(B) k x n, C m x n; element (i, j) of a matrix with leading dimension ld
+//   sits at [i + j ld]; A is stored (op N) m x k with lda >= m, or (op T) k x m with lda >= k;
+//   B likewise with ldb; ldc >= m. beta = 0 means C is not read (it may hold NaN).
+// The strided-batched form repeats this batchCount times, A, B and C advancing by their
+// strides. Bad sizes return CUBLAS_STATUS_INVALID_VALUE and an operand that is not device
+// memory, or reaches past its cudaMalloc block, CUBLAS_STATUS_EXECUTION_FAILED, each with one
+// line on stderr. Sums run over k in order, in float. The math mode (TF32) is recorded, not
+// emulated: the products are fp32.
+#pragma once
+#include <string>
+#include <vector>
+#include "emu/runtime.h"  // emu::is_device_memory, emu::hex
+
+enum cublasStatus_t {
+    CUBLAS_STATUS_SUCCESS = 0,
+    CUBLAS_STATUS_NOT_INITIALIZED = 1,
+    CUBLAS_STATUS_INVALID_VALUE = 7,
+    CUBLAS_STATUS_EXECUTION_FAILED = 13,
+};
+enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 };
+enum cublasMath_t {
+    CUBLAS_DEFAULT_MATH = 0,
+    CUBLAS_TENSOR_OP_MATH = 1,
+    CUBLAS_PEDANTIC_MATH = 2,
+    CUBLAS_TF32_TENSOR_OP_MATH = 3,
+};
+
+struct cublasContext {
+    cublasMath_t math_mode = CUBLAS_DEFAULT_MATH;
+};
+typedef cublasContext* cublasHandle_t;
+
+inline cublasStatus_t cublasCreate(cublasHandle_t* handle) {
+    *handle = new cublasContext();
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+inline cublasStatus_t cublasDestroy(cublasHandle_t handle) {
+    delete handle;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+inline cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+    handle->math_mode = mode;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+namespace emu {
+
+inline cublasStatus_t cublas_failure(cublasStatus_t status, const std::string& what) {
+    fprintf(stderr, "CUDA emulation: cublasSgemm: %s\n", what.c_str());
+    return status;
+}
+
+// element (i, j) of op(X), X stored column-major with leading dimension ld
+inline float op_element(const float* X, int ld, cublasOperation_t op, long long i, long long j) {
+    return op == CUBLAS_OP_N ? X[i + j * ld] : X[j + i * ld];
+}
+
+}  // namespace emu
+
+inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                                cublasOperation_t transb, int m, int n, int k, const float* alpha,
+                                                const float* A, int lda, long long strideA, const float* B, int ldb,
+                                                long long strideB, const float* beta, float* C, int ldc,
+                                                long long strideC, int batchCount) {
+    using emu::cublas_failure;
+    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (transa > CUBLAS_OP_C || transb > CUBLAS_OP_C || m < 0 || n < 0 || k < 0 || batchCount < 0)
+        return cublas_failure(CUBLAS_STATUS_INVALID_VALUE, "a negative size or an unknown operation");
+    const int a_rows = transa == CUBLAS_OP_N ? m : k, a_cols = transa == CUBLAS_OP_N ? k : m;
+    const int b_rows = transb == CUBLAS_OP_N ? k : n, b_cols = transb == CUBLAS_OP_N ? n : k;
+    if (lda < std::max(1, a_rows) || ldb < std::max(1, b_rows) || ldc < std::max(1, m))
+        return cublas_failure(CUBLAS_STATUS_INVALID_VALUE,
+                              "lda " + std::to_string(lda) + ", ldb " + std::to_string(ldb) + ", ldc " +
+                                  std::to_string(ldc) + " below the rows they hold (" + std::to_string(a_rows) +
+                                  ", " + std::to_string(b_rows) + ", " + std::to_string(m) + ")");
+    if (m == 0 || n == 0 || batchCount == 0) return CUBLAS_STATUS_SUCCESS;
+    // each operand, all its batches, must lie in device memory
+    auto reach = [](int rows, int cols, int ld, long long stride, int batches) {  // in floats
+        return (rows == 0 || cols == 0) ? 0 : (batches - 1) * stride + (long long)(cols - 1) * ld + rows;
+    };
+    const struct { const char* name; const float* p; long long floats; } operands[] = {
+        {"A", A, reach(a_rows, a_cols, lda, strideA, batchCount)},
+        {"B", B, reach(b_rows, b_cols, ldb, strideB, batchCount)},
+        {"C", C, reach(m, n, ldc, strideC, batchCount)}};
+    for (const auto& o : operands)
+        if (o.floats > 0 && !emu::is_device_memory(o.p, (size_t)o.floats * sizeof(float)))
+            return cublas_failure(CUBLAS_STATUS_EXECUTION_FAILED,
+                                  std::string(o.name) + " at " + emu::hex(o.p) + " is not device memory, or its " +
+                                      std::to_string(o.floats) + " floats pass the end of its cudaMalloc block");
+    std::vector<float> column(m);  // one column of op(A) op(B), summed over k in order
+    for (int batch = 0; batch < batchCount; batch++) {
+        const float* a = A + batch * strideA;
+        const float* b = B + batch * strideB;
+        float* c = C + batch * strideC;
+        for (int j = 0; j < n; j++) {
+            std::fill(column.begin(), column.end(), 0.0f);
+            for (int p = 0; p < k; p++) {
+                const float b_pj = emu::op_element(b, ldb, transb, p, j);
+                for (int i = 0; i < m; i++) column[i] += emu::op_element(a, lda, transa, i, p) * b_pj;
+            }
+            for (int i = 0; i < m; i++) {
+                float& out = c[i + (long long)j * ldc];
+                out = *alpha * column[i] + (*beta == 0.0f ? 0.0f : *beta * out);
+            }
+        }
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+inline cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
+                                  int n, int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
+                                  const float* beta, float* C, int ldc) {
+    return cublasSgemmStridedBatched(handle, transa, transb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
+}

@@ -1,0 +1,59 @@
+#!/bin/sh
+# The CUDA emulation must catch the bugs of CUDA written without a GPU. Each case plants one
+# bug in a copy of the sources (the program's own code, or for the barrier the block reduction
+# of tests/test_emulation.cu, as no kernel of the program has a barrier yet), builds the
+# emulated GPU tests from the copy, and runs the test that must now fail:
+#   off-by-one      gelu_forward_kernel1 bounds its index by i <= n: writes one past out
+#   no-barrier      the block reduction starts its tree before every thread wrote its entry
+#   host-pointer    model_forward hands the kernels the host's token ids, not model.tokens
+#   transposed      the forward matmul passes the weight to cuBLAS untransposed
+# Exit 0 when every bug made its test fail; 1 when one went unseen, or when a plant no longer
+# changes its file (the code it targets has moved: update the plant).
+set -u
+cd "$(dirname "$0")/.."
+work=$(mktemp -d "${TMPDIR:-/tmp}/maskprior-planted-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+status=0
+
+# plant NAME FILE SED-EXPRESSION TEST-CASES (a doctest filter: no commas, * for any text)
+plant() {
+    copy="$work/$1"
+    mkdir -p "$copy"
+    cp -r Makefile main.cu model.cuh attention.cuh layers prior run tasks emu "$copy"/
+    mkdir -p "$copy/tests" && cp tests/*.cu tests/*.h "$copy/tests"/
+    sed -i "$3" "$copy/$2"
+    if cmp -s "$2" "$copy/$2"; then
+        echo "planted bug $1: FAILED: the plant no longer changes $2"
+        status=1
+        return
+    fi
+    if ! make -s -C "$copy" tests/emulated_tests > "$copy/build.log" 2>&1; then
+        echo "planted bug $1: FAILED: the copy with the bug does not build"
+        tail -5 "$copy/build.log"
+        status=1
+        return
+    fi
+    if (cd "$copy" && ./tests/emulated_tests --no-intro=true -tc="$4") > "$copy/run.log" 2>&1; then
+        echo "planted bug $1: FAILED: \"$4\" still passes with the bug"
+        status=1
+    elif grep -q "test cases: *0 |" "$copy/run.log"; then
+        echo "planted bug $1: FAILED: no test case is named \"$4\""
+        status=1
+    else
+        echo "planted bug $1: caught by \"$4\": $(grep -m1 -E "CUDA emulation:|ERROR:" "$copy/run.log" | cut -c1-150)"
+    fi
+}
+
+plant off-by-one layers/pointwise.cuh \
+    's/    if (i < n) out\[i\] = gelu_value(inp\[i\]);/    if (i <= n) out[i] = gelu_value(inp[i]);/' \
+    "GPU embedding* layernorm* gelu*"
+plant no-barrier tests/test_emulation.cu \
+    '/    if (with_first_barrier) __syncthreads();/d' \
+    "emulation: __syncthreads is a barrier*"
+plant host-pointer model.cuh \
+    's/embedding_forward(dev, a.encoded, model.tokens,/embedding_forward(dev, a.encoded, tokens,/' \
+    "a whole training step on the GPU matches the CPU*"
+plant transposed layers/matmul.cuh \
+    's/CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C,/CUBLAS_OP_N, CUBLAS_OP_N, OC, N, C,/' \
+    "GPU matmul (cuBLAS) matches the CPU loops*"
+exit $status
