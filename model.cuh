@@ -141,7 +141,7 @@ struct Model {
     Device dev;
     int B;  // rows per batch the buffers hold
     std::vector<TensorInfo> layout;
-    size_t num_params, num_acts, num_dacts;
+    size_t num_params, num_acts, num_dacts, num_dscores;  // floats in each buffer
     float *params_mem, *grads_mem, *m_mem, *v_mem, *acts_mem, *dacts_mem;
     ParamTensors params, grads, m, v;
     // (B,NH,T,T) dS, the gradient of one layer's attention scores: attention_backward writes
@@ -183,7 +183,8 @@ inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
     model.dacts_mem = buffer_alloc(dev, model.num_dacts);
     buffer_zero(dev, model.acts_mem, model.num_acts);
     buffer_zero(dev, model.dacts_mem, model.num_dacts);
-    model.dscores = buffer_alloc(dev, (size_t)B * cfg.NH * cfg.T * cfg.T);
+    model.num_dscores = (size_t)B * cfg.NH * cfg.T * cfg.T;
+    model.dscores = buffer_alloc(dev, model.num_dscores);
     const size_t R = (size_t)B * cfg.head_rows();
     if (dev == DEVICE_GPU) cudaCheck(cudaMalloc(&model.tokens, (size_t)B * cfg.T * sizeof(int)));
     else model.tokens = (int*)malloc((size_t)B * cfg.T * sizeof(int));

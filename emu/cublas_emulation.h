@@ -14,7 +14,7 @@
 #pragma once
 #include <string>
 #include <vector>
-#include "emu/runtime.h"  // emu::is_device_memory, emu::hex
+#include "emu/runtime.h"  // emu::is_device_memory, emu::hex, emu::say
 
 enum cublasStatus_t {
     CUBLAS_STATUS_SUCCESS = 0,
@@ -54,7 +54,7 @@ inline cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode
 namespace emu {
 
 inline cublasStatus_t cublas_failure(cublasStatus_t status, const std::string& what) {
-    fprintf(stderr, "CUDA emulation: cublasSgemm: %s\n", what.c_str());
+    say("cublasSgemm: " + what);  // cuBLAS returns its status; cudaGetLastError does not see it
     return status;
 }
 

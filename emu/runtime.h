@@ -77,8 +77,12 @@ inline cudaError_t& pending_error() {
     return error;
 }
 
+// one line on stderr
+inline void say(const std::string& what) { fprintf(stderr, "CUDA emulation: %s\n", what.c_str()); }
+
+// says what went wrong and keeps its code for cudaGetLastError
 inline cudaError_t report(cudaError_t code, const std::string& what) {
-    fprintf(stderr, "CUDA emulation: %s\n", what.c_str());
+    say(what);
     if (pending_error() == cudaSuccess) pending_error() = code;
     return code;
 }

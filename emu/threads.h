@@ -107,6 +107,11 @@ inline unsigned existing_lanes(const Block& b, size_t w) {
     return n == 32 ? 0xFFFFFFFFu : (1u << n) - 1;
 }
 
+// the warp of the running thread, and the lanes of it that a warp function's mask names and
+// that exist: the lanes the function waits for
+inline size_t this_warp() { return (size_t)running_block()->running / warpSize; }
+inline unsigned lanes_waited_for(unsigned mask) { return mask & existing_lanes(*running_block(), this_warp()); }
+
 // Lets go the lanes of every warp whose warp function every lane of its mask has reached.
 // Returns whether any went on; sets *error for a warp function some lane of the mask can
 // never reach.
@@ -270,10 +275,7 @@ inline void* dynamic_shared_memory() {
 // The warp functions meet twice: every lane of the mask offers its value and waits for the
 // others (meet); then each reads the offers it wants, and all meet again before any lane may
 // offer anew.
-inline void meet(unsigned mask) {
-    Block& b = *running_block();
-    wait(Waiting::in_warp_function, mask & existing_lanes(b, (size_t)b.running / warpSize));
-}
+inline void meet(unsigned mask) { wait(Waiting::in_warp_function, lanes_waited_for(mask)); }
 
 template <typename T>
 inline void offer(unsigned mask, T value) {
@@ -285,9 +287,8 @@ inline void offer(unsigned mask, T value) {
 // lane l's offer, l within the calling thread's warp
 template <typename T>
 inline T offer_of(int lane) {
-    Block& b = *running_block();
     T value;
-    memcpy(&value, b.threads[(size_t)b.running / warpSize * warpSize + lane].offer, sizeof(T));
+    memcpy(&value, running_block()->threads[this_warp() * warpSize + lane].offer, sizeof(T));
     return value;
 }
 
@@ -339,8 +340,7 @@ inline T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = warp
 
 // bit k of the result: lane k's predicate, for the lanes of the mask (that exist)
 inline unsigned __ballot_sync(unsigned mask, int predicate) {
-    emu::Block& b = *emu::running_block();
-    const unsigned lanes = mask & emu::existing_lanes(b, (size_t)b.running / warpSize);
+    const unsigned lanes = emu::lanes_waited_for(mask);
     emu::offer(mask, predicate != 0);
     unsigned votes = 0;
     for (int k = 0; k < warpSize; k++)
@@ -352,8 +352,7 @@ inline unsigned __ballot_sync(unsigned mask, int predicate) {
 inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
 
 inline int __all_sync(unsigned mask, int predicate) {
-    emu::Block& b = *emu::running_block();
-    return __ballot_sync(mask, predicate) == (mask & emu::existing_lanes(b, (size_t)b.running / warpSize));
+    return __ballot_sync(mask, predicate) == emu::lanes_waited_for(mask);
 }
 
 // the math intrinsics: the fast approximations are the exact functions here

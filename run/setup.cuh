@@ -248,7 +248,7 @@ inline void print_startup(const Options& opt, const Task& task, const Model& mod
                          opt.wd, opt.mask_wd));
     row("batch, steps", fmt("%d, %lld (from %lld)", model.B, (long long)steps, (long long)start_step));
     row("seed", fmt("%llu", (unsigned long long)opt.seed));
-    const size_t activations = model.num_acts + model.num_dacts + (size_t)model.B * cfg.NH * cfg.T * cfg.T;
+    const size_t activations = model.num_acts + model.num_dacts + model.num_dscores;
     row("memory", fmt("params+grads+adam %.2f MB, activations %.2f MB", 4.0 * model.num_params * sizeof(float) / 1e6,
                       activations * sizeof(float) / 1e6));
     row("run folder", out_dir);

@@ -19,8 +19,8 @@ status=0
 plant() {
     copy="$work/$1"
     mkdir -p "$copy"
-    cp -r Makefile main.cu model.cuh attention.cuh layers prior run tasks emu "$copy"/
-    mkdir -p "$copy/tests" && cp tests/*.cu tests/*.h "$copy/tests"/
+    # the working tree's sources, committed or not, without what git ignores (builds, runs)
+    git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$copy"
     sed -i "$3" "$copy/$2"
     if cmp -s "$2" "$copy/$2"; then
         echo "planted bug $1: FAILED: the plant no longer changes $2"

@@ -11,16 +11,10 @@
 #include "tasks/arithmetic.h"
 #include "tasks/decode.h"
 #include "temp_dir.h"
+#include "thrown.h"
 
 // The message of the std::runtime_error that f throws, or "" when it throws none.
-static std::string runtime_error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const std::runtime_error& e) {
-        return e.what();
-    }
-    return "";
-}
+static std::string runtime_error_of(const std::function<void()>& f) { return message_of<std::runtime_error>(f); }
 
 static ArithmeticData fraction_of_pairs(double frac, uint64_t seed = 1, int max_test = 10000) {
     ArithmeticData data;

@@ -5,16 +5,10 @@
 #include "test_util.h"
 #include "prior/structure.h"
 #include "run/checkpoint.h"
+#include "thrown.h"
 
 // The message of the InputError that f throws, or "" when it throws none.
-static std::string input_error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    return "";
-}
+static std::string input_error_of(const std::function<void()>& f) { return message_of<InputError>(f); }
 
 TEST_CASE("safetensors_read throws InputError on a broken file") {
     const std::string garbage = TMP_PREFIX + "parsers_garbage.safetensors";
