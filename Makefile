@@ -13,7 +13,8 @@
 #   make table-arithmetic  add3 and mul2 with little data: 8 fractions x 4 inits x 3 seeds
 #                   (ARITHMETIC_ARGS="--paper --seeds N")
 #   make gpu-check  the GPU tests, a paper-size GPU run and the PyTorch timing (needs a GPU)
-#   make bench      CPU speed against PyTorch on the make-run model
+#   make bench      CPU speed against PyTorch eager, on the make-run model and a wider one, and
+#                   against this machine's FMA peak (tools/fma_peak)
 NVCC      ?= nvcc
 # GPU code: native code for ARCH plus PTX that newer GPUs can compile. ARCH is the compute
 # capability of this machine's GPU when nvidia-smi finds one (90 = H100/H200), else 90.
@@ -39,9 +40,18 @@ BOOLEAN_ARGS ?=
 # make table-arithmetic: --paper (Lee et al.'s model size, for a GPU) and/or --seeds N
 ARITHMETIC_ARGS ?=
 
+# Host code: HOST_MARCH picks the instructions (native: this machine's widest vectors; x86-64-v3
+# for a binary that must start on any AVX2 machine, such as the GPU machine). -ffp-contract=off:
+# a multiply and an add round separately, as written, never fused, so CPU results are the same
+# bits on every x86-64 CPU and at every HOST_MARCH (layers/gemm_cpu.h; tests/march_check.sh).
+# -fno-trapping-math: no program here reads the floating-point exception flags, so the compiler
+# may turn a comparison into a vector select (vexp's range checks); no value changes.
+HOST_MARCH ?= native
+# the C compiler of tools/fma_peak (make bench)
+HOST_CC   ?= gcc
 GENCODE   = -gencode arch=compute_$(ARCH),code=[sm_$(ARCH),compute_$(ARCH)]
 INCLUDES  = -I. $(if $(EXTRA_INCLUDE),-I$(EXTRA_INCLUDE))
-NVCCFLAGS = -O3 -std=c++17 $(GENCODE) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march=native,-Wall,-Wno-parentheses \
+NVCCFLAGS = -O3 -std=c++17 $(GENCODE) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses \
             -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"'
 LDLIBS    = -lcublas -lgomp
 HEADERS   = $(wildcard *.cuh layers/*.h layers/*.cuh prior/*.h prior/*.cuh run/*.h run/*.cuh tasks/*.h)
@@ -51,7 +61,7 @@ HEADERS   = $(wildcard *.cuh layers/*.h layers/*.cuh prior/*.h prior/*.cuh run/*
 # threads of a block. No GPU and no nvcc needed.
 EMU_CXX   ?= g++
 EMU_OPT   ?= -O2
-EMU_BASE  = -std=c++17 -march=native -fopenmp -Wall -Wno-parentheses $(INCLUDES) -DMASKPRIOR_CUDA_EMULATION \
+EMU_BASE  = -std=c++17 -march=$(HOST_MARCH) -ffp-contract=off -fno-trapping-math -fopenmp -Wall -Wno-parentheses $(INCLUDES) -DMASKPRIOR_CUDA_EMULATION \
             -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"'
 EMU_FLAGS = $(EMU_BASE) $(EMU_OPT)
 # the same tests under AddressSanitizer and UndefinedBehaviorSanitizer: out-of-bounds reads and
@@ -112,8 +122,12 @@ gpu-include: deps
 	mkdir -p gpu_include
 	cp -r /usr/include/doctest /usr/include/nlohmann /usr/include/stb gpu_include/
 
-bench: deps maskprior
+# the FMA peak, measured with the same -march as the binary
+tools/fma_peak: tools/fma_peak.c
+	$(HOST_CC) -O2 -march=$(HOST_MARCH) -fopenmp -Wall -o $@ $<
+
+bench: deps maskprior tools/fma_peak
 	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} $(PYTHON) tools/bench.py
 
 clean:
-	rm -f maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan
+	rm -f maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan tools/fma_peak

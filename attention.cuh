@@ -23,7 +23,11 @@
 // is at [h·HS, (h+1)·HS), its k at NH·HS + h·HS, its v at 2·NH·HS + h·HS. The output row
 // (NH·HS) is the heads' y side by side.
 #pragma once
+#include <algorithm>
+#include <vector>
 #include "layers/common.cuh"  // Device, ceil_div, cudaCheck
+#include "layers/gemm_cpu.h"  // gemm_accumulate_serial, StridedMatrix: the CPU fast path
+#include "layers/vexp.h"    // vexp: e^x the CPU vectorises
 
 struct AttentionShape {
     int B, T, NH, HS;
@@ -49,55 +53,149 @@ __host__ __device__ inline const F* head_mask(const F* mask, AttentionShape s, i
 }
 
 // ----------------------------------------------------------------------------
-// forward, one query row: scores, softmax and the weighted sum of values.
-// Shared by the CPU loop and kernel1, so both devices compute the same thing.
+// forward: first the mask term log σ(M), once per call: it is the same for every batch row
+// (and, for a shared mask, every head), so computing it inside each score would repeat each
+// log and exp B·NH times. Then one query row at a time: scores, softmax and the weighted sum
+// of values. The row function is shared by the CPU loop and kernel1, so both devices compute
+// the same thing.
 
 template <typename F>
-__host__ __device__ inline void attention_row_forward(F* y, F* att_row, const F* qkv, const F* mask,
-                                                      AttentionShape s, int b, int h, int i) {
-    // y (HS) this head's output for query i; att_row (T) A_i,:; qkv (B,T,3·NH·HS); mask as above
-    const int T = s.T, HS = s.HS, row = 3 * s.NH * s.HS;
-    const F scale = F(1) / sqrt(F(HS));
-    const F* q = qkv + ((size_t)b * T + i) * row + h * HS;
-    const F* M = head_mask(mask, s, h);
-    const int last = s.causal ? i : T - 1;  // the last key this query may see
-    F smax = -INFINITY;
+void mask_term_cpu(F* mask_term, const F* mask, int count) {
+    // mask_term, mask: (mask_heads,T,T), count = mask_heads·T·T
+    for (int m = 0; m < count; m++) mask_term[m] = log_sigmoid(mask[m]);
+}
+
+__global__ void mask_term_kernel1(float* mask_term, const float* mask, int count) {
+    int m = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per mask entry
+    if (m < count) mask_term[m] = log_sigmoid(mask[m]);
+}
+
+// Where head h's q, k and v of token t of batch row b sit in qkv (B,T,3·NH·HS)
+template <typename F>
+__host__ __device__ inline const F* head_vector(const F* qkv, AttentionShape s, int part, int b, int t, int h) {
+    // part 0: q, 1: k, 2: v
+    return qkv + ((size_t)b * s.T + t) * 3 * s.NH * s.HS + part * s.NH * s.HS + h * s.HS;
+}
+
+// The scores of one query row, S_ij for j <= last, into att_row: the plain loop (one dot
+// product per key, summed along d in order).
+template <typename F>
+__host__ __device__ inline void attention_row_scores(F* att_row, const F* qkv, const F* mask_row, AttentionShape s,
+                                                     int b, int h, int i, int last) {
+    const F scale = F(1) / sqrt(F(s.HS));
+    const F* q = head_vector(qkv, s, 0, b, i, h);
     for (int j = 0; j <= last; j++) {
-        const F* k = qkv + ((size_t)b * T + j) * row + s.NH * HS + h * HS;
+        const F* k = head_vector(qkv, s, 1, b, j, h);
         F dot = 0;
-        for (int d = 0; d < HS; d++) dot += q[d] * k[d];
-        F score = dot * scale + (M ? log_sigmoid(M[i * T + j]) : F(0));
-        att_row[j] = score;
-        smax = score > smax ? score : smax;
+        for (int d = 0; d < s.HS; d++) dot += q[d] * k[d];
+        att_row[j] = dot * scale + (mask_row ? mask_row[j] : F(0));
     }
+}
+
+// The softmax of a row whose scores are in att_row[0..last]: A_ij, 0 beyond last.
+template <typename F>
+__host__ __device__ inline void attention_row_softmax(F* att_row, int T, int last) {
+    F smax = -INFINITY;
+    for (int j = 0; j <= last; j++) smax = att_row[j] > smax ? att_row[j] : smax;
+    for (int j = 0; j <= last; j++) att_row[j] = vexp(att_row[j] - smax);
     F sum = 0;
-    for (int j = 0; j <= last; j++) { att_row[j] = exp(att_row[j] - smax); sum += att_row[j]; }
+    for (int j = 0; j <= last; j++) sum += att_row[j];
     for (int j = 0; j < T; j++) att_row[j] = j <= last ? att_row[j] / sum : F(0);
-    for (int d = 0; d < HS; d++) y[d] = 0;
+}
+
+// y_i = sum_j A_ij v_j over j <= last, each y_i[d] summed along j in order.
+template <typename F>
+__host__ __device__ inline void attention_row_values(F* y, const F* att_row, const F* qkv, AttentionShape s, int b,
+                                                     int h, int last) {
+    for (int d = 0; d < s.HS; d++) y[d] = 0;
     for (int j = 0; j <= last; j++) {
-        const F* v = qkv + ((size_t)b * T + j) * row + 2 * s.NH * HS + h * HS;
-        for (int d = 0; d < HS; d++) y[d] += att_row[j] * v[d];
+        const F* v = head_vector(qkv, s, 2, b, j, h);
+        for (int d = 0; d < s.HS; d++) y[d] += att_row[j] * v[d];
     }
 }
 
 template <typename F>
-void attention_forward_cpu(F* out, F* att, const F* qkv, const F* mask, AttentionShape s) {
-    // out (B,T,NH·HS), att (B,NH,T,T), qkv (B,T,3·NH·HS), mask (T,T) or (NH,T,T) or nullptr
+__host__ __device__ inline void attention_row_forward(F* y, F* att_row, const F* qkv, const F* mask_term,
+                                                      AttentionShape s, int b, int h, int i) {
+    // y (HS) this head's output for query i; att_row (T) A_i,:; qkv (B,T,3·NH·HS);
+    // mask_term log σ(M), shaped like the mask (nullptr without one)
+    const F* mask_row = s.mask_heads ? head_mask(mask_term, s, h) + (size_t)i * s.T : nullptr;  // log σ(M_i,:)
+    const int last = s.causal ? i : s.T - 1;  // the last key this query may see
+    attention_row_scores(att_row, qkv, mask_row, s, b, h, i, last);
+    attention_row_softmax(att_row, s.T, last);
+    attention_row_values(y, att_row, qkv, s, b, h, last);
+}
+
+// The CPU reference: the row function for every (b, h, i).
+template <typename F>
+void attention_forward_cpu_reference(F* out, F* att, const F* qkv, const F* mask, F* mask_term, AttentionShape s) {
+    // out (B,T,NH·HS), att (B,NH,T,T), qkv (B,T,3·NH·HS), mask (T,T) or (NH,T,T) or nullptr,
+    // mask_term like mask: room for log σ(M)
+    if (s.mask_heads) mask_term_cpu(mask_term, mask, s.mask_heads * s.T * s.T);
     #pragma omp parallel for collapse(2)
     for (int b = 0; b < s.B; b++)
         for (int h = 0; h < s.NH; h++)
             for (int i = 0; i < s.T; i++)
                 attention_row_forward(out + ((size_t)b * s.T + i) * s.NH * s.HS + h * s.HS,
-                                      att + (((size_t)b * s.NH + h) * s.T + i) * s.T, qkv, mask, s, b, h, i);
+                                      att + (((size_t)b * s.NH + h) * s.T + i) * s.T, qkv, mask_term, s, b, h, i);
 }
 
-__global__ void attention_forward_kernel1(float* out, float* att, const float* qkv, const float* mask,
+// The CPU fast path: attention as small matrix products, per batch row b and head h,
+//   S = Q K^T (T,T)    then per row: S·scale + log σ(M), the softmax (the row function's own)
+//   Y = A V   (T,HS)
+// each through gemm_accumulate_serial (layers/gemm_cpu.h), which sums every output in the
+// reference's order: S_ij along d from 0, y_i along j from 0. Y also runs over the keys a
+// causal row cannot see, whose A_ij is 0: adding A_ij v_j = ±0 to a sum that started at +0
+// leaves its bits as they are. So the fast path gives the reference's bits
+// (tests/test_fast_paths.cu), with 4 rows at a time in the registers instead of one.
+
+// Views of one (b, h) block of qkv (B,T,3·NH·HS) as matrices (StridedMatrix: element (r,c) at
+// r·row_stride + c·col_stride): part 0, 1, 2 = q, k, v as (T, HS), or transposed (HS, T).
+template <typename F>
+StridedMatrix<F> head_matrix(const F* qkv, AttentionShape s, int part, int b, int h, bool transposed = false) {
+    const size_t token_stride = (size_t)3 * s.NH * s.HS;
+    const F* first = head_vector(qkv, s, part, b, 0, h);
+    return transposed ? StridedMatrix<F>{first, 1, token_stride} : StridedMatrix<F>{first, token_stride, 1};
+}
+
+template <typename F>
+void attention_forward_cpu(F* out, F* att, const F* qkv, const F* mask, F* mask_term, AttentionShape s) {
+    // shapes as in attention_forward_cpu_reference
+    const int T = s.T, HS = s.HS, OUT_ROW = s.NH * s.HS;
+    const F scale = F(1) / sqrt(F(HS));
+    if (s.mask_heads) mask_term_cpu(mask_term, mask, s.mask_heads * T * T);
+    #pragma omp parallel
+    {
+        std::vector<F> panels;  // this thread's packing room for gemm
+        #pragma omp for collapse(2)
+        for (int b = 0; b < s.B; b++)
+            for (int h = 0; h < s.NH; h++) {
+                F* att_bh = att + ((size_t)b * s.NH + h) * T * T;   // (T,T)
+                F* y_bh = out + (size_t)b * T * OUT_ROW + h * HS;  // (T,HS), row stride NH·HS
+                std::fill(att_bh, att_bh + (size_t)T * T, F(0));
+                gemm_accumulate_serial<F>(att_bh, T, head_matrix(qkv, s, 0, b, h), head_matrix(qkv, s, 1, b, h, true),
+                                          T, T, HS, panels);
+                for (int i = 0; i < T; i++) {
+                    F* att_row = att_bh + (size_t)i * T;
+                    const F* mask_row = s.mask_heads ? head_mask(mask_term, s, h) + (size_t)i * T : nullptr;
+                    const int last = s.causal ? i : T - 1;
+                    for (int j = 0; j <= last; j++) att_row[j] = att_row[j] * scale + (mask_row ? mask_row[j] : F(0));
+                    attention_row_softmax(att_row, T, last);
+                    std::fill(y_bh + (size_t)i * OUT_ROW, y_bh + (size_t)i * OUT_ROW + HS, F(0));
+                }
+                gemm_accumulate_serial<F>(y_bh, OUT_ROW, {att_bh, (size_t)T, 1}, head_matrix(qkv, s, 2, b, h), T, HS, T,
+                                          panels);
+            }
+    }
+}
+
+__global__ void attention_forward_kernel1(float* out, float* att, const float* qkv, const float* mask_term,
                                           AttentionShape s) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per (b, h, i)
     if (idx >= s.B * s.NH * s.T) return;
     int i = idx % s.T, h = (idx / s.T) % s.NH, b = idx / (s.T * s.NH);
     attention_row_forward(out + ((size_t)b * s.T + i) * s.NH * s.HS + h * s.HS,
-                          att + (size_t)idx * s.T, qkv, mask, s, b, h, i);
+                          att + (size_t)idx * s.T, qkv, mask_term, s, b, h, i);
 }
 
 // ----------------------------------------------------------------------------
@@ -110,45 +208,57 @@ __global__ void attention_forward_kernel1(float* out, float* att, const float* q
 // themselves, as the qk-opt initialisation does): step 1 then only computes dq, and dv is not
 // touched.
 
+// Step 1 once dA_i,: is in dscores_row: dS_ij = A_ij (dA_ij - sum_k A_ik dA_ik), in place (zero
+// where A is zero: causal).
 template <typename F>
-__host__ __device__ inline void attention_row_backward(F* dqkv, F* dscores_row, const F* dout, const F* qkv,
-                                                       const F* att_row, AttentionShape s, int b, int h, int i) {
-    const int T = s.T, HS = s.HS, row = 3 * s.NH * s.HS;
-    const F scale = F(1) / sqrt(F(HS));
-    if (dout) {
-        const F* dy = dout + ((size_t)b * T + i) * s.NH * HS + h * HS;
-        // dA_ij = dy_i . v_j, held in dscores_row for now; then sum_k A_ik dA_ik
-        F weighted = 0;
-        for (int j = 0; j < T; j++) {
-            const F* v = qkv + ((size_t)b * T + j) * row + 2 * s.NH * HS + h * HS;
-            F da = 0;
-            for (int d = 0; d < HS; d++) da += dy[d] * v[d];
-            dscores_row[j] = da;
-            weighted += att_row[j] * da;
-        }
-        // dS_ij = A_ij (dA_ij - sum_k A_ik dA_ik): zero where A is zero (causal)
-        for (int j = 0; j < T; j++) dscores_row[j] = att_row[j] * (dscores_row[j] - weighted);
-    }
-    F* dq = dqkv + ((size_t)b * T + i) * row + h * HS;
-    for (int j = 0; j < T; j++) {
-        const F* k = qkv + ((size_t)b * T + j) * row + s.NH * HS + h * HS;
-        for (int d = 0; d < HS; d++) dq[d] += dscores_row[j] * k[d] * scale;
+__host__ __device__ inline void attention_row_softmax_backward(F* dscores_row, const F* att_row, int T) {
+    F weighted = 0;
+    for (int j = 0; j < T; j++) weighted += att_row[j] * dscores_row[j];
+    for (int j = 0; j < T; j++) dscores_row[j] = att_row[j] * (dscores_row[j] - weighted);
+}
+
+// The end of step 1: dq_i += sum_j dS_ij k_j / sqrt(HS)
+template <typename F>
+__host__ __device__ inline void attention_row_dquery(F* dqkv, const F* dscores_row, const F* qkv, AttentionShape s,
+                                                     int b, int h, int i) {
+    const F scale = F(1) / sqrt(F(s.HS));
+    F* dq = dqkv + (head_vector(qkv, s, 0, b, i, h) - qkv);
+    for (int j = 0; j < s.T; j++) {
+        const F* k = head_vector(qkv, s, 1, b, j, h);
+        const F ds = dscores_row[j] * scale;
+        for (int d = 0; d < s.HS; d++) dq[d] += ds * k[d];
     }
 }
 
 template <typename F>
+__host__ __device__ inline void attention_row_backward(F* dqkv, F* dscores_row, const F* dout, const F* qkv,
+                                                       const F* att_row, AttentionShape s, int b, int h, int i) {
+    if (dout) {
+        // dA_ij = dy_i . v_j, held in dscores_row until the softmax's backward turns it into dS
+        const F* dy = dout + ((size_t)b * s.T + i) * s.NH * s.HS + h * s.HS;
+        for (int j = 0; j < s.T; j++) {
+            const F* v = head_vector(qkv, s, 2, b, j, h);
+            F da = 0;
+            for (int d = 0; d < s.HS; d++) da += dy[d] * v[d];
+            dscores_row[j] = da;
+        }
+        attention_row_softmax_backward(dscores_row, att_row, s.T);
+    }
+    attention_row_dquery(dqkv, dscores_row, qkv, s, b, h, i);
+}
+template <typename F>
 __host__ __device__ inline void attention_column_backward(F* dqkv, const F* dscores, const F* dout, const F* qkv,
                                                           const F* att, AttentionShape s, int b, int h, int j) {
-    const int T = s.T, HS = s.HS, row = 3 * s.NH * s.HS;
+    const int T = s.T, HS = s.HS;
     const F scale = F(1) / sqrt(F(HS));
     const F* att_bh = att + ((size_t)b * s.NH + h) * T * T;      // (T,T)
     const F* ds_bh = dscores + ((size_t)b * s.NH + h) * T * T;  // (T,T)
-    F* dk = dqkv + ((size_t)b * T + j) * row + s.NH * HS + h * HS;
-    F* dv = dqkv + ((size_t)b * T + j) * row + 2 * s.NH * HS + h * HS;
+    F* dk = dqkv + (head_vector(qkv, s, 1, b, j, h) - qkv);
+    F* dv = dqkv + (head_vector(qkv, s, 2, b, j, h) - qkv);
     for (int i = 0; i < T; i++) {
-        const F* q = qkv + ((size_t)b * T + i) * row + h * HS;
-        F ds = ds_bh[i * T + j];
-        for (int d = 0; d < HS; d++) dk[d] += ds * q[d] * scale;
+        const F* q = head_vector(qkv, s, 0, b, i, h);
+        const F ds = ds_bh[i * T + j] * scale;
+        for (int d = 0; d < HS; d++) dk[d] += ds * q[d];
         if (!dout) continue;
         const F* dy = dout + ((size_t)b * T + i) * s.NH * HS + h * HS;
         for (int d = 0; d < HS; d++) dv[d] += att_bh[i * T + j] * dy[d];
@@ -167,9 +277,10 @@ __host__ __device__ inline void attention_mask_entry_backward(F* dmask, const F*
     dmask[m] += sum * sigmoid_of_minus(mask[m]);
 }
 
+// The CPU reference: the row, column and mask-entry functions, as the GPU runs them.
 template <typename F>
-void attention_backward_cpu(F* dqkv, F* dmask, F* dscores, const F* dout, const F* qkv, const F* att,
-                            const F* mask, AttentionShape s) {
+void attention_backward_cpu_reference(F* dqkv, F* dmask, F* dscores, const F* dout, const F* qkv, const F* att,
+                                      const F* mask, AttentionShape s) {
     // dqkv (B,T,3·NH·HS), dmask like mask, dscores (B,NH,T,T) dS (written here), dout (B,T,NH·HS),
     // qkv (B,T,3·NH·HS), att (B,NH,T,T)
     const int T = s.T;
@@ -182,6 +293,50 @@ void attention_backward_cpu(F* dqkv, F* dmask, F* dscores, const F* dout, const 
             }
             for (int j = 0; j < T; j++) attention_column_backward(dqkv, dscores, dout, qkv, att, s, b, h, j);
         }
+    if (s.mask_heads == 0) return;
+    #pragma omp parallel for
+    for (int m = 0; m < s.mask_heads * T * T; m++) attention_mask_entry_backward(dmask, dscores, mask, s, m);
+}
+
+// The CPU fast path, bit for bit the reference, as matrix products per (b, h) like the forward:
+//   dA = dY V^T (T,T), then per row the softmax's backward: dS
+//   dQ += (dS·scale) K,   dK += (dS·scale)^T Q,   dV += A^T dY
+// each output summed in the reference's order (j for dq, i for dk and dv).
+template <typename F>
+void attention_backward_cpu(F* dqkv, F* dmask, F* dscores, const F* dout, const F* qkv, const F* att,
+                            const F* mask, AttentionShape s) {
+    // shapes as in attention_backward_cpu_reference
+    const int T = s.T, HS = s.HS, ROW = 3 * s.NH * s.HS, OUT_ROW = s.NH * s.HS;
+    const F scale = F(1) / sqrt(F(HS));
+    #pragma omp parallel
+    {
+        std::vector<F> panels, ds_scaled((size_t)T * T);  // this thread's gemm room, and dS·scale (T,T)
+        #pragma omp for collapse(2)
+        for (int b = 0; b < s.B; b++)
+            for (int h = 0; h < s.NH; h++) {
+                const size_t block = ((size_t)b * s.NH + h) * T * T;
+                F* ds_bh = dscores + block;  // (T,T)
+                const F* att_bh = att + block;
+                const F* dy_first = dout ? dout + (size_t)b * T * OUT_ROW + h * HS : nullptr;
+                const StridedMatrix<F> dy_bh = {dy_first, (size_t)OUT_ROW, 1};  // (T,HS)
+                if (dout) {
+                    std::fill(ds_bh, ds_bh + (size_t)T * T, F(0));
+                    gemm_accumulate_serial<F>(ds_bh, T, dy_bh, head_matrix(qkv, s, 2, b, h, true), T, T, HS, panels);
+                    for (int i = 0; i < T; i++)
+                        attention_row_softmax_backward(ds_bh + (size_t)i * T, att_bh + (size_t)i * T, T);
+                }
+                for (size_t e = 0; e < (size_t)T * T; e++) ds_scaled[e] = ds_bh[e] * scale;
+                // where the gradients of head h's q, k and v of batch row b sit in dqkv
+                F* dq_bh = dqkv + (head_vector(qkv, s, 0, b, 0, h) - qkv);
+                F* dk_bh = dqkv + (head_vector(qkv, s, 1, b, 0, h) - qkv);
+                F* dv_bh = dqkv + (head_vector(qkv, s, 2, b, 0, h) - qkv);
+                gemm_accumulate_serial<F>(dq_bh, ROW, {ds_scaled.data(), (size_t)T, 1}, head_matrix(qkv, s, 1, b, h), T,
+                                          HS, T, panels);
+                gemm_accumulate_serial<F>(dk_bh, ROW, {ds_scaled.data(), 1, (size_t)T}, head_matrix(qkv, s, 0, b, h), T,
+                                          HS, T, panels);
+                if (dout) gemm_accumulate_serial<F>(dv_bh, ROW, {att_bh, 1, (size_t)T}, dy_bh, T, HS, T, panels);
+            }
+    }
     if (s.mask_heads == 0) return;
     #pragma omp parallel for
     for (int m = 0; m < s.mask_heads * T * T; m++) attention_mask_entry_backward(dmask, dscores, mask, s, m);
@@ -209,10 +364,16 @@ __global__ void attention_backward_mask_kernel1(float* dmask, const float* dscor
     if (m < s.mask_heads * s.T * s.T) attention_mask_entry_backward(dmask, dscores, mask, s, m);
 }
 
+// mask_term: (mask_heads,T,T) on dev, room for log σ(M); unused (may be nullptr) without a mask
 inline void attention_forward(Device dev, float* out, float* att, const float* qkv, const float* mask,
-                              AttentionShape s) {
-    if (dev == DEVICE_CPU) return attention_forward_cpu(out, att, qkv, mask, s);
-    launch_kernel<attention_forward_kernel1>(ceil_div((size_t)s.B * s.NH * s.T, 128), 128, 0, out, att, qkv, mask, s);
+                              float* mask_term, AttentionShape s) {
+    if (dev == DEVICE_CPU) return attention_forward_cpu(out, att, qkv, mask, mask_term, s);
+    if (s.mask_heads) {
+        int count = s.mask_heads * s.T * s.T;
+        launch_kernel<mask_term_kernel1>(ceil_div(count, 128), 128, 0, mask_term, mask, count);
+    }
+    launch_kernel<attention_forward_kernel1>(ceil_div((size_t)s.B * s.NH * s.T, 128), 128, 0, out, att, qkv,
+                                             mask_term, s);
 }
 
 inline void attention_backward(Device dev, float* dqkv, float* dmask, float* dscores, const float* dout,

@@ -50,6 +50,18 @@ struct Activations {
     float* residual3;  // (L,B,T,C)  x after the whole block
     // the head's rows R = B·head_rows(): one per example, or (next token) every position
     float* cls;        // (B,C)  x[:, head_position] after the last block; unused by next token
+    // the last block after attention on the head's row alone (model_forward with head_row_only):
+    // the same fields as BlockActivations, one row per example; its residual3 is cls
+    float* head_input;      // (B,C)   x[:, head_position] entering the last block
+    float* head_atty;       // (B,NH·HS)
+    float* head_attproj;    // (B,C)
+    float* head_residual2;  // (B,C)
+    float* head_ln2;        // (B,C)
+    float* head_ln2_mean;   // (B)
+    float* head_ln2_rstd;   // (B)
+    float* head_fch;        // (B,MLP)
+    float* head_fch_gelu;   // (B,MLP)
+    float* head_fcproj;     // (B,C)
     float* lnf;        // (R,C)
     float* lnf_mean;   // (R)
     float* lnf_rstd;   // (R)
@@ -75,6 +87,11 @@ inline size_t activations_bind(const Config& c, int B, Activations* a, float* ba
         {&a->fch, L * BT * c.MLP},         {&a->fch_gelu, L * BT * c.MLP},
         {&a->fcproj, L * BT * c.C},        {&a->residual3, L * BT * c.C},
         {&a->cls, (size_t)B * c.C},
+        {&a->head_input, (size_t)B * c.C, FWD},     {&a->head_atty, (size_t)B * c.attention_width(), FWD},
+        {&a->head_attproj, (size_t)B * c.C, FWD},   {&a->head_residual2, (size_t)B * c.C, FWD},
+        {&a->head_ln2, (size_t)B * c.C, FWD},       {&a->head_ln2_mean, (size_t)B, FWD},
+        {&a->head_ln2_rstd, (size_t)B, FWD},        {&a->head_fch, (size_t)B * c.MLP, FWD},
+        {&a->head_fch_gelu, (size_t)B * c.MLP, FWD}, {&a->head_fcproj, (size_t)B * c.C, FWD},
         {&a->lnf, R * c.C},                {&a->lnf_mean, R, FWD},        {&a->lnf_rstd, R, FWD},
         {&a->logits, R * c.OUT},           {&a->probs, R * c.OUT, FWD},   {&a->losses, R, FWD},
     };
@@ -133,6 +150,24 @@ inline BlockActivations block_activations(const Config& c, const Activations& a,
             at(a.residual3, BT * C)};
 }
 
+// The last block's head row (forward only): the compact slots of Activations as a block whose
+// rows are the examples, for block_tail_forward. Only the fields after attention are used.
+inline BlockActivations head_row_block(const Activations& a) {
+    BlockActivations h = {};
+    h.input = a.head_input;
+    h.atty = a.head_atty;
+    h.attproj = a.head_attproj;
+    h.residual2 = a.head_residual2;
+    h.ln2 = a.head_ln2;
+    h.ln2_mean = a.head_ln2_mean;
+    h.ln2_rstd = a.head_ln2_rstd;
+    h.fch = a.head_fch;
+    h.fch_gelu = a.head_fch_gelu;
+    h.fcproj = a.head_fcproj;
+    h.residual3 = a.cls;
+    return h;
+}
+
 // ----------------------------------------------------------------------------
 // the model
 
@@ -147,12 +182,14 @@ struct Model {
     // (B,NH,T,T) dS, the gradient of one layer's attention scores: attention_backward writes
     // it and reads it back (for dq, dk and dM); the layers take turns, so one buffer serves all
     float* dscores;
+    float* mask_term;   // (NH,T,T) log σ(M) of the layer attention_forward is on: scratch, rewritten per layer
     int* tokens;        // (B,T) on dev
     float* targets;     // (B·head_rows) on dev: a value, a class, or the next token at each position
     float* loss_mask;   // (B·T) on dev, next-token head only: 1 where a position counts in the loss
     bool loss_masked;   // whether the last forward pass weighted its rows by loss_mask
     float loss_count;   // the counted rows of the last forward pass: the loss's denominator
     int loss_rows;      // the rows of the last forward pass with targets; 0 when it had none
+    bool head_row_only;  // whether the last forward pass ran the last block's tail on the head's row alone
     float* token_value;  // (V) on dev: cfg.token_value; nullptr under token encoding
     std::vector<float> losses_host;  // (B·head_rows)
     AdamWSettings adam;
@@ -185,6 +222,7 @@ inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
     buffer_zero(dev, model.dacts_mem, model.num_dacts);
     model.num_dscores = (size_t)B * cfg.NH * cfg.T * cfg.T;
     model.dscores = buffer_alloc(dev, model.num_dscores);
+    model.mask_term = buffer_alloc(dev, (size_t)cfg.NH * cfg.T * cfg.T);
     const size_t R = (size_t)B * cfg.head_rows();
     if (dev == DEVICE_GPU) cudaCheck(cudaMalloc(&model.tokens, (size_t)B * cfg.T * sizeof(int)));
     else model.tokens = (int*)malloc((size_t)B * cfg.T * sizeof(int));
@@ -193,6 +231,7 @@ inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
     model.loss_masked = false;
     model.loss_count = 0;
     model.loss_rows = 0;
+    model.head_row_only = false;
     model.token_value = nullptr;
     if (cfg.encoding == ENCODING_SCALAR) {
         model.token_value = buffer_alloc(dev, cfg.V);
@@ -203,7 +242,7 @@ inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
 
 inline void model_free(Model& model) {
     for (float* p : {model.params_mem, model.grads_mem, model.m_mem, model.v_mem, model.acts_mem, model.dacts_mem,
-                     model.dscores, model.targets})
+                     model.dscores, model.mask_term, model.targets})
         buffer_free(model.dev, p);
     if (model.token_value) buffer_free(model.dev, model.token_value);
     if (model.loss_mask) buffer_free(model.dev, model.loss_mask);
@@ -235,13 +274,31 @@ inline AttentionShape model_attention_shape(const Config& c, int B, int l) {
     return {B, c.T, c.NH, c.HS, c.layer_has_mask(l) ? c.mask_heads : 0, c.causal};
 }
 
+// The block after attention, on N rows (every position, or one per example):
+//   x2 = x + attproj(atty),  x3 = x2 + mlp_proj(gelu(mlp_fc(ln2(x2))))
+inline void block_tail_forward(Device dev, const Config& c, const BlockParams& w, const BlockActivations& x, int N) {
+    const int C = c.C;
+    matmul_forward(dev, x.attproj, x.atty, w.attprojw, w.attprojb, N, c.attention_width(), C);
+    residual_forward(dev, x.residual2, x.input, x.attproj, (size_t)N * C);
+    layernorm_forward(dev, x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, w.ln2w, w.ln2b, N, C);
+    matmul_forward(dev, x.fch, x.ln2, w.fcw, w.fcb, N, C, c.MLP);
+    gelu_forward(dev, x.fch_gelu, x.fch, (size_t)N * c.MLP);
+    matmul_forward(dev, x.fcproj, x.fch_gelu, w.fcprojw, w.fcprojb, N, c.MLP, C);
+    residual_forward(dev, x.residual3, x.residual2, x.fcproj, (size_t)N * C);
+}
+
 // Forward pass on `rows` <= model.B examples, host memory: tokens (rows,T), targets
 // (rows·head_rows), and for the next-token head loss_mask (rows·T) of 0/1 (nullptr: every
 // position counts). Leaves the outputs in model_activations(model, rows).logits and returns
 // the mean loss over the counted rows. targets = nullptr: the outputs only, no loss (returns 0),
 // and model_backward refuses to run after it.
+// head_row_only (evaluation): a head that reads one position (CLS, or the last one) needs, after
+// the last block's attention, that position alone: every layer after attention treats each row
+// on its own. So the last block's tail runs on one row per example, a T-th of the work, with the
+// same bits in the outputs, the loss and every layer's attention; the last block's other rows
+// are left unset, and model_backward refuses to run after it.
 inline float model_forward(Model& model, const int* tokens, const float* targets, int rows,
-                           const float* loss_mask = nullptr) {
+                           const float* loss_mask = nullptr, bool head_row_only = false) {
     const Config& c = model.cfg;
     const Device dev = model.dev;
     const int B = rows, T = c.T, C = c.C, BT = B * T, R = B * c.head_rows();
@@ -250,6 +307,7 @@ inline float model_forward(Model& model, const int* tokens, const float* targets
         throw std::logic_error("model_forward: " + std::to_string(rows) + " rows, but the buffers hold 1 to " +
                                std::to_string(model.B));
     model.loss_rows = 0;
+    model.head_row_only = head_row_only && c.head != HEAD_NEXT_TOKEN;
     Activations a = model_activations(model, B);
     if (dev == DEVICE_GPU)
         cudaCheck(cudaMemcpy(model.tokens, tokens, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice));
@@ -263,20 +321,21 @@ inline float model_forward(Model& model, const int* tokens, const float* targets
         const BlockActivations x = block_activations(c, a, B, l);
         layernorm_forward(dev, x.ln1, x.ln1_mean, x.ln1_rstd, x.input, w.ln1w, w.ln1b, BT, C);
         matmul_forward(dev, x.qkv, x.ln1, w.qkvw, w.qkvb, BT, C, QKV);
-        attention_forward(dev, x.atty, x.att, x.qkv, w.mask, model_attention_shape(c, B, l));
-        matmul_forward(dev, x.attproj, x.atty, w.attprojw, w.attprojb, BT, AW, C);
-        residual_forward(dev, x.residual2, x.input, x.attproj, (size_t)BT * C);
-        layernorm_forward(dev, x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, w.ln2w, w.ln2b, BT, C);
-        matmul_forward(dev, x.fch, x.ln2, w.fcw, w.fcb, BT, C, c.MLP);
-        gelu_forward(dev, x.fch_gelu, x.fch, (size_t)BT * c.MLP);
-        matmul_forward(dev, x.fcproj, x.fch_gelu, w.fcprojw, w.fcprojb, BT, c.MLP, C);
-        residual_forward(dev, x.residual3, x.residual2, x.fcproj, (size_t)BT * C);
+        attention_forward(dev, x.atty, x.att, x.qkv, w.mask, model.mask_term, model_attention_shape(c, B, l));
+        if (model.head_row_only && l == c.L - 1) {  // the tail on the head's row: its residual3 is cls
+            const BlockActivations h = head_row_block(a);
+            pick_position_forward(dev, h.input, x.input, B, T, C, c.head_position());
+            pick_position_forward(dev, h.atty, x.atty, B, T, AW, c.head_position());
+            block_tail_forward(dev, c, w, h, B);
+        } else {
+            block_tail_forward(dev, c, w, x, BT);
+        }
     }
     // the head's input: the summary position, or (next token) the whole last residual stream
     float* x_last = block_activations(c, a, B, c.L - 1).residual3;  // (B,T,C)
     const float* head_in = x_last;
     if (c.head != HEAD_NEXT_TOKEN) {
-        pick_position_forward(dev, a.cls, x_last, B, T, C, c.head_position());
+        if (!model.head_row_only) pick_position_forward(dev, a.cls, x_last, B, T, C, c.head_position());
         head_in = a.cls;
     }
     layernorm_forward(dev, a.lnf, a.lnf_mean, a.lnf_rstd, head_in, p.lnfw, p.lnfb, R, C);
@@ -317,6 +376,8 @@ inline void model_backward(Model& model, int rows) {
     if (model.loss_rows == 0)
         throw std::logic_error("model_backward: the last model_forward had no targets, so there is no loss to "
                                "differentiate");
+    if (model.head_row_only)
+        throw std::logic_error("model_backward: the last model_forward ran the last block on the head's row only");
     if (rows != model.loss_rows)
         throw std::logic_error("model_backward: " + std::to_string(rows) + " rows, but the last model_forward had " +
                                std::to_string(model.loss_rows));

@@ -355,6 +355,17 @@ inline int __all_sync(unsigned mask, int predicate) {
     return __ballot_sync(mask, predicate) == emu::lanes_waited_for(mask);
 }
 
+// CUDA declares float overloads of the math functions in the global namespace, so an
+// unqualified exp(x) on a float is expf; libstdc++ keeps those overloads in std, where, without
+// these, exp(x) would round through the double function and give other bits than the GPU build
+using std::exp;
+using std::fabs;
+using std::log;
+using std::log1p;
+using std::pow;
+using std::sqrt;
+using std::tanh;
+
 // the math intrinsics: the fast approximations are the exact functions here
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline float __expf(float x) { return expf(x); }

@@ -1,6 +1,7 @@
 // layers/layernorm.cuh: LayerNorm, forward and backward, CPU loops and CUDA kernel1.
 // Every backward accumulates (+=) into its gradients; model_zero_grad clears them.
 #pragma once
+#include <vector>
 #include "layers/common.cuh"  // Device, ceil_div, cudaCheck, BLOCK
 
 // LayerNorm over the last dim, eps 1e-5, per row n:
@@ -61,8 +62,10 @@ __host__ __device__ inline void layernorm_channel_backward(F* dweight, F* dbias,
     dbias[c] += db;
 }
 
+// The CPU reference: the row and channel functions, as the GPU runs them.
 template <typename F>
-void layernorm_forward_cpu(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N, int C) {
+void layernorm_forward_cpu_reference(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N,
+                                     int C) {
     // out (N,C), mean (N), rstd (N), inp (N,C), weight (C), bias (C)
     #pragma omp parallel for
     for (int n = 0; n < N; n++)
@@ -70,8 +73,8 @@ void layernorm_forward_cpu(F* out, F* mean, F* rstd, const F* inp, const F* weig
 }
 
 template <typename F>
-void layernorm_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
-                            const F* mean, const F* rstd, int N, int C) {
+void layernorm_backward_cpu_reference(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
+                                      const F* mean, const F* rstd, int N, int C) {
     // dinp (N,C), dweight (C), dbias (C), dout (N,C), inp (N,C), mean/rstd (N)
     #pragma omp parallel for
     for (int n = 0; n < N; n++)
@@ -79,6 +82,101 @@ void layernorm_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const 
                                rstd[n], C);
     #pragma omp parallel for
     for (int c = 0; c < C; c++) layernorm_channel_backward(dweight, dbias, dout, inp, mean, rstd, N, C, c);
+}
+
+// The CPU fast path. A row's sums (its mean, its variance, the two means of the backward) are
+// chains along c, which one row at a time leaves the vector lanes idle. Here LN_LANES rows run
+// side by side, one per lane, from a transposed copy of their block, (C, LN_LANES): each lane
+// sums its own row along c in the reference's order, so the bits are the reference's
+// (tests/test_fast_paths.cu). The parameter gradients sum over rows in order with the lanes
+// across channels.
+constexpr int LN_LANES = 16;
+
+// rows n0 .. n0+LN_LANES of x (N,C) into block (C, LN_LANES), rows past N as 0
+template <typename F>
+void transpose_rows(F* block, const F* x, int N, int C, int n0) {
+    for (int c = 0; c < C; c++)
+        for (int l = 0; l < LN_LANES; l++)
+            block[(size_t)c * LN_LANES + l] = n0 + l < N ? x[(size_t)(n0 + l) * C + c] : F(0);
+}
+
+template <typename F>
+void layernorm_forward_cpu(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N, int C) {
+    // shapes as in layernorm_forward_cpu_reference
+    #pragma omp parallel
+    {
+        std::vector<F> x_t((size_t)C * LN_LANES);  // this thread's block of rows, transposed
+        #pragma omp for
+        for (int n0 = 0; n0 < N; n0 += LN_LANES) {
+            transpose_rows(x_t.data(), inp, N, C, n0);
+            F m[LN_LANES] = {}, v[LN_LANES] = {};
+            for (int c = 0; c < C; c++)
+                for (int l = 0; l < LN_LANES; l++) m[l] += x_t[(size_t)c * LN_LANES + l];
+            for (int l = 0; l < LN_LANES; l++) m[l] /= C;
+            for (int c = 0; c < C; c++)
+                for (int l = 0; l < LN_LANES; l++) {
+                    F d = x_t[(size_t)c * LN_LANES + l] - m[l];
+                    v[l] += d * d;
+                }
+            for (int l = 0; l < LN_LANES && n0 + l < N; l++) {
+                const int n = n0 + l;
+                const F s = F(1) / F(sqrt(v[l] / C + F(LN_EPS)));
+                const F* x = inp + (size_t)n * C;
+                for (int c = 0; c < C; c++) out[(size_t)n * C + c] = (x[c] - m[l]) * s * weight[c] + bias[c];
+                mean[n] = m[l];
+                rstd[n] = s;
+            }
+        }
+    }
+}
+
+template <typename F>
+void layernorm_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
+                            const F* mean, const F* rstd, int N, int C) {
+    // shapes as in layernorm_backward_cpu_reference
+    #pragma omp parallel
+    {
+        std::vector<F> x_t((size_t)C * LN_LANES), g_t((size_t)C * LN_LANES);  // this thread's blocks
+        #pragma omp for
+        for (int n0 = 0; n0 < N; n0 += LN_LANES) {
+            transpose_rows(x_t.data(), inp, N, C, n0);
+            transpose_rows(g_t.data(), dout, N, C, n0);
+            F m[LN_LANES], s[LN_LANES], g_mean[LN_LANES] = {}, gx_mean[LN_LANES] = {};
+            for (int l = 0; l < LN_LANES; l++) {
+                m[l] = n0 + l < N ? mean[n0 + l] : F(0);
+                s[l] = n0 + l < N ? rstd[n0 + l] : F(0);
+            }
+            for (int c = 0; c < C; c++)
+                for (int l = 0; l < LN_LANES; l++) {
+                    const size_t e = (size_t)c * LN_LANES + l;
+                    F xhat = (x_t[e] - m[l]) * s[l];
+                    g_mean[l] += g_t[e] * weight[c];
+                    gx_mean[l] += g_t[e] * weight[c] * xhat;
+                }
+            for (int l = 0; l < LN_LANES && n0 + l < N; l++) {
+                const int n = n0 + l;
+                const F gm = g_mean[l] / C, gxm = gx_mean[l] / C;
+                const F* x = inp + (size_t)n * C;
+                const F* g = dout + (size_t)n * C;
+                for (int c = 0; c < C; c++) {
+                    F xhat = (x[c] - m[l]) * s[l];
+                    dinp[(size_t)n * C + c] += s[l] * (g[c] * weight[c] - gm - xhat * gxm);
+                }
+            }
+        }
+    }
+    std::vector<F> dw(C, F(0)), db(C, F(0));  // each channel's sums over n, in order, added once
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) {
+            const F g = dout[(size_t)n * C + c];
+            F xhat = (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
+            db[c] += g;
+            dw[c] += g * xhat;
+        }
+    for (int c = 0; c < C; c++) {
+        dweight[c] += dw[c];
+        dbias[c] += db[c];
+    }
 }
 
 __global__ void layernorm_forward_kernel1(float* out, float* mean, float* rstd, const float* inp,

@@ -4,14 +4,20 @@
 //   dinp[n,c]   += sum_o dout[n,o] * weight[o,c]                dinp += dout W
 //   dweight[o,c] += sum_n dout[n,o] * inp[n,c]                  dW   += dout^T inp
 //   dbias[o]    += sum_n dout[n,o]
-// CPU: plain loops (the reference the tests use). GPU: cuBLAS, with the row-major
-// reasoning written out once below, and a small kernel for the bias gradient.
+// CPU: the plain loops below are the reference, and the definition of the summation order:
+// each output is its own chain along the summed index, in order, starting from the bias (0
+// without one) or from the gradient already there. The layers run the same products through
+// gemm_accumulate (layers/gemm_cpu.h), which keeps that order and so gives the same bits, fast;
+// the tests hold the two to exact equality. GPU: cuBLAS, with the row-major reasoning written
+// out once below, and a small kernel for the bias gradient.
 // bias may be nullptr (no bias), and so may dbias.
 #pragma once
+#include <vector>
 #include "layers/common.cuh"  // Device, ceil_div, BLOCK, cudaCheck, cublasCheck, cublas_handle
+#include "layers/gemm_cpu.h"  // gemm_accumulate, StridedMatrix
 
 template <typename F>
-void matmul_forward_cpu(F* out, const F* inp, const F* weight, const F* bias, int N, int C, int OC) {
+void matmul_forward_cpu_reference(F* out, const F* inp, const F* weight, const F* bias, int N, int C, int OC) {
     // out (N,OC), inp (N,C), weight (OC,C), bias (OC)
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
@@ -19,7 +25,6 @@ void matmul_forward_cpu(F* out, const F* inp, const F* weight, const F* bias, in
         for (int o = 0; o < OC; o++) {
             const F* w = weight + (size_t)o * C;
             F sum = bias ? bias[o] : F(0);
-            #pragma omp simd reduction(+ : sum)
             for (int c = 0; c < C; c++) sum += x[c] * w[c];
             out[(size_t)n * OC + o] = sum;
         }
@@ -27,8 +32,8 @@ void matmul_forward_cpu(F* out, const F* inp, const F* weight, const F* bias, in
 }
 
 template <typename F>
-void matmul_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
-                         int N, int C, int OC) {
+void matmul_backward_cpu_reference(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
+                                   int N, int C, int OC) {
     // dinp (N,C), dweight (OC,C), dbias (OC), dout (N,OC), inp (N,C), weight (OC,C)
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
@@ -36,11 +41,10 @@ void matmul_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const F* 
         for (int o = 0; o < OC; o++) {
             F g = dout[(size_t)n * OC + o];
             const F* w = weight + (size_t)o * C;
-            #pragma omp simd
             for (int c = 0; c < C; c++) dx[c] += g * w[c];
         }
     }
-    // each thread owns whole rows of dweight and sums over n in order: deterministic
+    // each thread owns whole rows of dweight and sums over n in order
     #pragma omp parallel for
     for (int o = 0; o < OC; o++) {
         F* dw = dweight + (size_t)o * C;
@@ -49,11 +53,34 @@ void matmul_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const F* 
             F g = dout[(size_t)n * OC + o];
             const F* x = inp + (size_t)n * C;
             db += g;
-            #pragma omp simd
             for (int c = 0; c < C; c++) dw[c] += g * x[c];
         }
         if (dbias) dbias[o] += db;
     }
+}
+
+// The fast path: the same three products through gemm_accumulate, each operand read as the
+// matrix the product needs (StridedMatrix: element (r,c) at r·row_stride + c·col_stride):
+//   out  (N,OC)  = bias + inp (N,C) · W^T (C,OC)     W^T (c,o) = weight[o·C + c]
+//   dinp (N,C)  += dout (N,OC) · W (OC,C)
+//   dW   (OC,C) += dout^T (OC,N) · inp (N,C)         dout^T (o,n) = dout[n·OC + o]
+template <typename F>
+void matmul_forward_cpu(F* out, const F* inp, const F* weight, const F* bias, int N, int C, int OC) {
+    for (size_t n = 0; n < (size_t)N; n++)
+        for (int o = 0; o < OC; o++) out[n * OC + o] = bias ? bias[o] : F(0);
+    gemm_accumulate<F>(out, OC, {inp, (size_t)C, 1}, {weight, 1, (size_t)C}, N, OC, C);
+}
+
+template <typename F>
+void matmul_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
+                         int N, int C, int OC) {
+    gemm_accumulate<F>(dinp, C, {dout, (size_t)OC, 1}, {weight, (size_t)C, 1}, N, C, OC);
+    gemm_accumulate<F>(dweight, C, {dout, 1, (size_t)OC}, {inp, (size_t)C, 1}, OC, C, N);
+    if (!dbias) return;
+    std::vector<F> db(OC, F(0));  // each channel's sum over n, in order (lanes across o), added once
+    for (size_t n = 0; n < (size_t)N; n++)
+        for (int o = 0; o < OC; o++) db[o] += dout[n * OC + o];
+    for (int o = 0; o < OC; o++) dbias[o] += db[o];
 }
 
 // ---- GPU ----

@@ -197,7 +197,7 @@ inline QkFit init_qk_opt(Model& model, float* params, const AttentionInputs& E, 
         buffer_zero(dev, v, (size_t)QKV * C);
         for (int t = 0;; t++) {
             matmul_forward(dev, qkv, X, W, bias, NT, C, QKV);
-            attention_forward(dev, out, att, qkv, nullptr, shape);
+            attention_forward(dev, out, att, qkv, nullptr, nullptr, shape);
             buffer_copy(A.data(), DEVICE_CPU, att, dev, att_n);
             double kl = 0;
             const double rows = (double)N * c.NH * T;

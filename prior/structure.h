@@ -63,9 +63,8 @@ inline double attention_prior_mass(const float* att, const Structure& G, int B, 
     // att (B,NH,T,T)
     double total = 0;
     for (size_t r = 0; r < (size_t)B * NH * T; r++) {
-        const float* g = G.head((int)(r / T % NH));
-        int i = (int)(r % T);
-        for (int j = 0; j < T; j++) total += att[r * T + j] * g[i * T + j];
+        const float* g_row = G.head((int)(r / T % NH)) + (r % T) * T;  // G_i,: of this row's head and query
+        for (int j = 0; j < T; j++) total += att[r * T + j] * g_row[j];
     }
     return total / ((double)B * NH * T);
 }

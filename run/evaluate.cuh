@@ -44,7 +44,7 @@ inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, c
         int rows = std::min(model.B, n - start);
         for (int r = 0; r < rows; r++)
             task.eval_example(start + r, &batch.tokens[(size_t)r * c.T], &batch.targets[(size_t)r * P]);
-        ev.loss += model_forward(model, batch.tokens.data(), batch.targets.data(), rows, batch.mask()) * rows;
+        ev.loss += model_forward(model, batch.tokens.data(), batch.targets.data(), rows, batch.mask(), true) * rows;
         Activations a = model_activations(model, rows);
         if (!task.next_token)
             buffer_copy(outputs.data() + (size_t)start * c.OUT, DEVICE_CPU, a.logits, model.dev, (size_t)rows * c.OUT);
@@ -52,7 +52,9 @@ inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, c
             size_t per_layer = (size_t)rows * c.NH * TT;
             buffer_copy(att.data(), DEVICE_CPU, a.att + l * per_layer, model.dev, per_layer);
             ev.prior_mass[l] += attention_prior_mass(att.data(), G, rows, c.NH, c.T) * rows;
-            for (size_t k = 0; k < per_layer; k++) attention_sum[l * c.NH * TT + k % (c.NH * TT)] += att[k];
+            double* sum = &attention_sum[l * c.NH * TT];  // (NH,T,T), each entry summed over rows in order
+            for (int r = 0; r < rows; r++)
+                for (size_t k = 0; k < c.NH * TT; k++) sum[k] += att[r * c.NH * TT + k];
         }
         if (task.next_token) {
             auto next_logits = [&](const int* tokens, int r, std::vector<float>& logits) {

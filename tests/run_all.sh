@@ -2,8 +2,9 @@
 # make test: the doctest suite (layers, attention, model, inits, tasks, command line,
 # checkpoints, the PyTorch cross-check; its GPU cases skip themselves without a GPU), the GPU
 # tests on the CPU emulation of CUDA (tests/emulated_tests, and tests/emulated_tests_asan under
-# the sanitizers), the planted bugs the emulation must catch (tests/planted_bugs.sh), the plot
-# script's test, then one closing line.
+# the sanitizers), the planted bugs the emulation must catch (tests/planted_bugs.sh), the same
+# run's bytes from builds at two vector widths (tests/march_check.sh), the plot script's test,
+# then one closing line.
 passed=0; failed=0; skipped=0; status=0
 # one doctest binary: its output, then its counts added to the totals
 run_doctest() {
@@ -36,6 +37,8 @@ start=$(date +%s)
 run_doctest ./tests/emulated_tests_asan -tce="a short GPU training run*"
 echo "(under the sanitizers they took $(($(date +%s) - start)) s)"
 run_script tests/planted_bugs.sh
+echo "== the CPU result at two vector widths (tests/march_check.sh)"
+run_script tests/march_check.sh
 run_script tests/test_plot.sh
 [ "$gpu_cases_skipped" != 0 ] && echo "(skipped: $gpu_cases_skipped GPU cases of tests/unit_tests, as there is no GPU here;" \
     "the emulation ran them, and make gpu-check runs them on a GPU)"

@@ -11,10 +11,10 @@ static void check_attention(AttentionShape s, uint64_t seed) {
     auto mask = random_vector<double>((size_t)std::max(1, s.mask_heads) * s.T * s.T, rng, 3.0f);
     auto w = random_vector<double>((size_t)s.B * s.T * s.NH * s.HS, rng);
     std::vector<double> out(w.size()), att((size_t)s.B * s.NH * s.T * s.T), dscores(att.size());
-    std::vector<double> dqkv(qkv.size(), 0), dmask(mask.size(), 0);
+    std::vector<double> dqkv(qkv.size(), 0), dmask(mask.size(), 0), mask_term(mask.size());
     const double* m = s.mask_heads ? mask.data() : nullptr;
     auto loss = [&] {
-        attention_forward_cpu(out.data(), att.data(), qkv.data(), m, s);
+        attention_forward_cpu(out.data(), att.data(), qkv.data(), m, mask_term.data(), s);
         return weighted_sum(out, w);
     };
     loss();
@@ -45,8 +45,8 @@ TEST_CASE("attention forward by hand: one head, T = 2, the mask halves a weight"
     AttentionShape s = {1, 2, 1, 2, 1, false};
     std::vector<double> qkv = {1, 0, 1, 0, 1, 0,   // token 0: q, k, v
                                0, 1, 0, 1, 0, 1};  // token 1
-    std::vector<double> mask = {100, -100, 100, 100}, out(4), att(4);
-    attention_forward_cpu(out.data(), att.data(), qkv.data(), mask.data(), s);
+    std::vector<double> mask = {100, -100, 100, 100}, out(4), att(4), mask_term(4);
+    attention_forward_cpu(out.data(), att.data(), qkv.data(), mask.data(), mask_term.data(), s);
     // query 0 cannot see key 1 (log σ(-100) = -100): all weight on key 0
     CHECK(att[0] == doctest::Approx(1.0));
     CHECK(att[1] == doctest::Approx(0.0));
@@ -62,7 +62,7 @@ TEST_CASE("causal attention puts no weight on later keys") {
     Rng rng(9);
     auto qkv = random_vector<double>((size_t)s.B * s.T * 3 * s.NH * s.HS, rng);
     std::vector<double> out((size_t)s.B * s.T * s.NH * s.HS), att((size_t)s.B * s.NH * s.T * s.T);
-    attention_forward_cpu(out.data(), att.data(), qkv.data(), (const double*)nullptr, s);
+    attention_forward_cpu(out.data(), att.data(), qkv.data(), (const double*)nullptr, (double*)nullptr, s);
     for (int r = 0; r < s.B * s.NH * s.T; r++) {
         int i = r % s.T;
         double sum = 0;

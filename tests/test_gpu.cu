@@ -207,11 +207,12 @@ TEST_CASE("GPU attention matches the CPU, mask gradient included" * doctest::ski
         std::vector<float> out(rows * s.NH * s.HS), att(att_n), dscores(att_n);
         auto dqkv = random_vector<float>(qkv.size(), rng), dmask = random_vector<float>(mask.size(), rng);
         GpuBuffer g_qkv(qkv), g_mask(mask), g_dout(dout), g_out(out), g_att(att), g_dscores(dscores);
-        GpuBuffer g_dqkv(dqkv), g_dmask(dmask);
+        std::vector<float> mask_term(mask.size());
+        GpuBuffer g_dqkv(dqkv), g_dmask(dmask), g_mask_term(mask_term);
         const float* m = s.mask_heads ? mask.data() : nullptr;
         const float* gm = s.mask_heads ? g_mask.ptr : nullptr;
-        attention_forward_cpu(out.data(), att.data(), qkv.data(), m, s);
-        attention_forward(DEVICE_GPU, g_out.ptr, g_att.ptr, g_qkv.ptr, gm, s);
+        attention_forward_cpu(out.data(), att.data(), qkv.data(), m, mask_term.data(), s);
+        attention_forward(DEVICE_GPU, g_out.ptr, g_att.ptr, g_qkv.ptr, gm, g_mask_term.ptr, s);
         expect_close("attention out", g_out.get(), out, REDUCTION);
         expect_close("attention weights", g_att.get(), att, REDUCTION);
         attention_backward_cpu(dqkv.data(), dmask.data(), dscores.data(), dout.data(), qkv.data(), att.data(), m, s);

@@ -62,7 +62,7 @@ TEST_CASE("attention backward with dS given computes dq and dk as the full backw
     auto qkv = random_vector<double>((size_t)s.B * s.T * 3 * s.NH * s.HS, rng);
     auto dout = random_vector<double>((size_t)s.B * s.T * s.NH * s.HS, rng);
     std::vector<double> out(dout.size()), att((size_t)s.B * s.NH * s.T * s.T), dS(att.size());
-    attention_forward_cpu(out.data(), att.data(), qkv.data(), (const double*)nullptr, s);
+    attention_forward_cpu(out.data(), att.data(), qkv.data(), (const double*)nullptr, (double*)nullptr, s);
     std::vector<double> full(qkv.size(), 0.0), given(qkv.size(), 0.0);
     attention_backward_cpu(full.data(), (double*)nullptr, dS.data(), dout.data(), qkv.data(), att.data(),
                            (const double*)nullptr, s);

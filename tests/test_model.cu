@@ -1,5 +1,6 @@
 // The whole model: gradient check against finite differences, bit-reproducibility, a short
 // CPU training run that must learn, and the mask init.
+#include <cstring>
 #include "test_util.h"
 #include "prior/init.cuh"
 #include "tasks/boolean.h"
@@ -252,5 +253,38 @@ TEST_CASE("model_backward refuses to run after a forward pass without targets, o
     model_forward(model, tokens.data(), y.data(), 4);
     CHECK_NOTHROW(model_backward(model, 4));
     CHECK_THROWS_AS(model_forward(model, tokens.data(), y.data(), 5), std::logic_error);  // the buffers hold 4
+    model_forward(model, tokens.data(), y.data(), 4, nullptr, true);  // the last block on the head's row
+    CHECK_THROWS_WITH_AS(model_backward(model, 4), doctest::Contains("head's row only"), std::logic_error);
     model_free(model);
+}
+
+TEST_CASE("the head-row forward (evaluation) gives the full forward's outputs, loss and attention, bit for bit") {
+    for (bool causal : {false, true}) {
+        for (HeadType head : {HEAD_REGRESSION, HEAD_CLASS}) {
+            CAPTURE(causal); CAPTURE(head);
+            Config c = tiny_config(1, causal, head);
+            Model model;
+            model_build(model, c, DEVICE_CPU, 5);
+            init_model(model, 8, 2.0f);
+            Rng rng(9);
+            std::vector<int> tokens;
+            std::vector<float> y;
+            random_batch(c, 5, rng, tokens, y);
+            auto outputs = [&](bool head_row_only, float* loss) {
+                *loss = model_forward(model, tokens.data(), y.data(), 5, nullptr, head_row_only);
+                const Activations a = model_activations(model, 5);
+                std::vector<float> out((size_t)5 * c.OUT), att((size_t)c.L * 5 * c.NH * c.T * c.T);
+                buffer_copy(out.data(), DEVICE_CPU, a.logits, DEVICE_CPU, out.size());
+                buffer_copy(att.data(), DEVICE_CPU, a.att, DEVICE_CPU, att.size());
+                out.insert(out.end(), att.begin(), att.end());
+                return out;
+            };
+            float loss_full = 0, loss_head = 0;
+            const std::vector<float> full = outputs(false, &loss_full), head_only = outputs(true, &loss_head);
+            CHECK(std::memcmp(&loss_full, &loss_head, sizeof(float)) == 0);
+            REQUIRE(full.size() == head_only.size());
+            CHECK(std::memcmp(full.data(), head_only.data(), full.size() * sizeof(float)) == 0);
+            model_free(model);
+        }
+    }
 }

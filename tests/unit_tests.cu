@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include "test_layers.cu"
 #include "test_attention.cu"
+#include "test_fast_paths.cu"
 #include "test_model.cu"
 #include "test_init.cu"
 #include "test_tasks.cu"
