@@ -5,8 +5,8 @@
 # accuracy, MDI agreement and final prior mass beside the paper's numbers
 # (tools/boolean_table.py, from the runs' metrics.json files).
 #   default: the CPU-sized model of make run (C 32, L 2, NH 2, HS 16, MLP 32, batch 64,
-#            1500 steps, Adam + L2, lr 1e-3, wd 1e-3, c 6): 36 runs, about 10 minutes on a
-#            2-core CPU.
+#            1500 steps, Adam + L2, lr 1e-3, wd 1e-3, c 6): 36 runs, two at a time on a
+#            2-core CPU (experiments/run_many.sh).
 #   --paper: GOTU's model: C 256, L 12, NH 6, HS 64, MLP 256, batch 256, Adam
 #            + L2, lr 1e-5 (cyclic3 2e-5), wd 1e-3, 20 / 30 / 80 epochs. Meant for a GPU.
 # Runs land in runs/table-boolean/cpu or .../paper; a run whose metrics.json exists is kept,
@@ -25,11 +25,9 @@ for task in 2parity maj3 cyclic3; do
     for init in default qk-svd qk-opt mask; do
         seed=1
         while [ "$seed" -le "$count" ]; do
-            # shellcheck disable=SC2086  # flags are words
-            train_once "$root/$task-$init-s$seed" "$task $init s$seed" --task $task --init $init --seed $seed \
-                --optimizer adam --wd 1e-3 $flags
+            echo "$root/$task-$init-s$seed --task $task --init $init --seed $seed --optimizer adam --wd 1e-3 $flags"
             seed=$((seed + 1))
         done
     done
-done
+done | sh experiments/run_many.sh --keep-finished
 /usr/bin/python3 tools/boolean_table.py "$root"

@@ -45,17 +45,8 @@ echo "$settings" | while IFS='|' read -r name task inits run_seeds flags; do
     [ -z "$name" ] && continue
     for init in $inits; do
         for seed in ${run_seeds:-$seeds}; do
-            out=$root/$name/$task-$init-s$seed
-            [ -f "$out/metrics.json" ] && continue
-            mkdir -p "$out"
-            # shellcheck disable=SC2086  # flags are words
-            if ! ./maskprior --task "$task" $base $flags --init "$init" --seed "$seed" --out "$out" \
-                > "$out/stdout.log" 2>&1; then
-                cat "$out/stdout.log"
-                exit 1
-            fi
-            echo "$name $init s$seed: $(grep -E '^eval' "$out/stdout.log" | tail -1 | cut -c1-120)"
+            echo "$root/$name/$task-$init-s$seed --task $task $base $flags --init $init --seed $seed"
         done
     done
-done
+done | sh experiments/run_many.sh --keep-finished
 /usr/bin/python3 tools/boolean_table.py "$root" --by-setting
