@@ -74,7 +74,9 @@ static int train(int argc, char** argv) {
     Progress progress{log_every, steps, dev};
     float loss = 0;
     for (int64_t step = start_step; step < steps; step++) {
+        const double batch_start = now_seconds();
         training_batch(*task, order, step, batch);
+        progress.exclude(now_seconds() - batch_start);
         loss = model_forward(model, batch.tokens.data(), batch.targets.data(), B, batch.mask());
         if (!std::isfinite(loss)) fail("the loss became %f at step %lld: lower --lr?", loss, (long long)step);
         model_zero_grad(model);

@@ -100,19 +100,23 @@ struct RunLog {
 
 // ----------------------------------------------------------------------------
 // progress: a line every `every` steps with the training speed of the steps since the last
-// line; evaluations pause the clock, so their time is not counted as training
+// line: the forward, backward and update passes only. Evaluations restart the clock, and the
+// time spent making batches is left out (exclude), so the speed is the model's alone.
 
 struct Progress {
     int64_t every, steps;
     Device dev;
     double window_start = now_seconds();
+    double window_excluded = 0;  // seconds of the window that were not training
     int64_t window_steps = 0;
+
+    void exclude(double seconds) { window_excluded += seconds; }
 
     void step_done(int64_t done, float loss) {
         window_steps++;
         if (done % every != 0 && done != steps) return;
         device_sync(dev);
-        double now = now_seconds(), ms = 1000 * (now - window_start) / window_steps;
+        double now = now_seconds(), ms = 1000 * (now - window_start - window_excluded) / window_steps;
         printf("step %6lld/%lld | loss %.6f | %7.2f ms/step | %7.1f steps/s | ETA %s\n", (long long)done,
                (long long)steps, loss, ms, 1000 / ms, format_duration((steps - done) * ms / 1000).c_str());
         fflush(stdout);
@@ -120,6 +124,7 @@ struct Progress {
     }
     void restart() {
         window_start = now_seconds();
+        window_excluded = 0;
         window_steps = 0;
     }
 };

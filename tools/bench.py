@@ -1,30 +1,36 @@
-"""CPU speed of ./maskprior against the same model in PyTorch (eager), on the `make run` model.
+"""CPU speed of ./maskprior against the same training step in PyTorch eager, and both against
+this machine's FMA peak (make bench).
 
-Model: --task maj3 --init mask with the binary's defaults: B 64, T 16, vocab 3, C 32, L 2,
-NH 2, HS 16, MLP 32, one (T,T) mask per layer shared by the heads, scalar regression head
-on CLS, MSE loss, AdamW lr 1e-3, weight decay 1e-3 (mask 0), float32.
+Models, both on maj3 with the mask init, AdamW lr 1e-3, weight decay 1e-3 (mask 0), float32:
+  make-run  the `make run` model: B 64, T 16, C 32, L 2, NH 2, HS 16, MLP 32
+  wide      B 256, T 16, C 128, L 4, NH 4, HS 32, MLP 512: the matmuls dominate
 
 Method
-- maskprior: one run printing a progress line every 50 steps; each line times its window of
-  training steps only (the program excludes evaluation). The first two windows are warm-up;
-  once BENCH_SECONDS (default 10) of windows are in, the run is stopped (by its pid).
-- PyTorch: Debian's python3-torch under /usr/bin/python3, eager mode, torch.set_num_threads
-  = OMP_NUM_THREADS, the value the binary gets. The model is tests/torch_reference.py's
-  (model_loss over a dict of parameter tensors, the one the gradient cross-check uses), in
-  float32, its leaf tensors drawn like the C++ default init (prior/init.cuh) with the mask ±6 from
-  G, and torch.optim.AdamW, trained on random ±1 token batches made inside the loop, as the
-  binary makes its own; BENCH_WARMUP_S (default 2) of warm-up, then 10 windows filling
-  BENCH_SECONDS. (bench_maskprior, torch_step, time_windows serve tools/bench_gpu.py too.)
-  Main row: OpenBLAS held to 1 thread, so the process runs OMP_NUM_THREADS threads in all,
-  like the binary. Short extra rows: OpenBLAS's own pool of OMP_NUM_THREADS pthreads on top
-  of torch's OpenMP pool (what a plain `import torch` gets), and 1 thread in all.
-- Rates are medians over windows (shared CPUs are noisy; a window can stall); the spread
-  column gives the slowest and the fastest window. Other processes' CPU use during the run
-  is measured from /proc/stat and printed, with a warning when it is not negligible.
+- Same weights, same batch: ./maskprior --dump-state writes its initial parameters, its first
+  training batch and that batch's loss; PyTorch loads the parameters (float32) and computes the
+  loss of the same batch. Both losses are printed; they agree to float32 rounding.
+- maskprior: one run per thread count printing a progress line every LOG_EVERY steps; each line
+  times its window of training steps (forward, backward, AdamW), the program leaving out the
+  time it makes batches and evaluates. Two warm-up windows, then BENCH_SECONDS (default 6) of
+  windows, then the run is stopped.
+- PyTorch: tests/torch_reference.py's model_loss over those parameters as leaf tensors,
+  torch.optim.AdamW, cycling through 32 random batches made before the clock starts. Three
+  thread settings, each timed: 1 thread in all; OMP_NUM_THREADS threads in torch's pool with
+  OpenBLAS on 1; and OpenBLAS's own pool of OMP_NUM_THREADS on top. The ratio compares the
+  fastest maskprior row with the fastest PyTorch row, whatever their thread counts.
+- FMA peak: tools/fma_peak, built for the same -march as ./maskprior, runs fused multiply-adds on
+  registers only, at 1 thread and at OMP_NUM_THREADS. Every rate is also printed as a share of
+  the peak at its own thread count. ./maskprior multiplies and adds separately (the same bits
+  on every CPU: layers/gemm_cpu.h), so on CPUs whose FMA units also do the plain multiplies and
+  adds it can reach at most half of that peak.
+- Rates are medians over windows (shared CPUs are noisy); the spread column gives the slowest
+  and the fastest window. Other processes' CPU use during the run is measured from /proc/stat
+  and printed, with a warning when it is not negligible.
 - GFLOP/s = analytic FLOPs of one step / seconds per step. Counted: every matmul, 2*N*K*M
   forward and 4*N*K*M backward (dX and dW), and attention's QK^T and AV per head
   (2*B*NH*T*T*HS each forward; backward dA, dV, dQ, dK = 2x the forward). Not counted:
-  elementwise work (LayerNorm, softmax, logsigmoid, GELU, residuals, AdamW), a few percent.
+  elementwise work (LayerNorm, softmax, GELU, residuals, AdamW), a few percent.
+(bench_maskprior, torch_step, time_windows and blas_threads serve tools/bench_gpu.py too.)
 """
 import ctypes
 import os
@@ -40,20 +46,26 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))  # torch_reference, imported only once torch may load
 THREADS = int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count())
 os.environ["OMP_NUM_THREADS"] = str(THREADS)  # before torch loads
-SECONDS = float(os.environ.get("BENCH_SECONDS", "10"))
-WARMUP_S = float(os.environ.get("BENCH_WARMUP_S", "2"))
-B, T, V, C, L, NH, HS, MLP, OUT = 64, 16, 3, 32, 2, 2, 16, 32, 1
-LR, WD, MASK_C = 1e-3, 1e-3, 6.0
-# tests/torch_reference.py's configuration of a model (the keys of a checkpoint's metadata)
-CFG = {"width": C, "layers": L, "heads": NH, "head_size": HS, "mlp": MLP, "seq_len": T, "vocab": V,
-       "out": OUT, "causal": 0, "mask": "layer", "head_type": "regression"}
+SECONDS = float(os.environ.get("BENCH_SECONDS", "6"))
+WARMUP_S = float(os.environ.get("BENCH_WARMUP_S", "1"))
+T, V, OUT, LR, WD, MASK_C = 16, 3, 1, 1e-3, 1e-3, 6.0
+MODELS = {"make-run": {"width": 32, "layers": 2, "heads": 2, "head_size": 16, "mlp": 32, "batch": 64, "log_every": 50},
+          "wide": {"width": 128, "layers": 4, "heads": 4, "head_size": 32, "mlp": 512, "batch": 256, "log_every": 5}}
 # Boolean GOTU tasks (tasks/boolean.h): the size of the group [CLS, x0, ...] that G links all
 # pairs of (besides every token with itself), and f of the ±1 bits x (B, 15)
 TASKS = {"2parity": (3, lambda x: x[:, 0] * x[:, 1]),
          "maj3": (4, lambda x: x[:, :3].sum(1).sign())}
 
 
-def step_flops():
+def torch_config(m):
+    """tests/torch_reference.py's configuration of model m (the keys of a checkpoint's metadata)."""
+    return {"width": m["width"], "layers": m["layers"], "heads": m["heads"], "head_size": m["head_size"],
+            "mlp": m["mlp"], "seq_len": T, "vocab": V, "out": OUT, "causal": 0, "mask": "layer",
+            "head_type": "regression"}
+
+
+def step_flops(m):
+    B, C, L, NH, HS, MLP = m["batch"], m["width"], m["layers"], m["heads"], m["head_size"], m["mlp"]
     n = B * T
     linears = [(n, C, 3 * NH * HS), (n, NH * HS, C), (n, C, MLP), (n, MLP, C)]  # per layer
     per_layer = sum(2 * a * b * c for a, b, c in linears) + 2 * (2 * B * NH * T * T * HS)
@@ -61,17 +73,25 @@ def step_flops():
     return 3 * fwd  # forward + backward (2x forward)
 
 
-def bench_maskprior(args, seconds=SECONDS, log_every=50, expect=""):
-    """Runs ./maskprior ARGS for very many steps, reads its progress lines as they come, and
-    stops it (by its pid) once `seconds` of windows are in after two warm-up windows. Returns
-    the windows' steps/s, their step count and the program's first line (its device); exits
-    with the program's output when it fails, or when its first line does not match `expect`."""
+def maskprior_args(m):
+    args = ["--task", "maj3", "--init", "mask", "--device", "cpu"]
+    for key in ("width", "layers", "heads", "head_size", "mlp", "batch"):
+        args += ["--" + key.replace("_", "-"), str(m[key])]
+    return args
+
+
+def bench_maskprior(args, seconds=SECONDS, log_every=50, expect="", threads=THREADS):
+    """Runs ./maskprior ARGS for very many steps at `threads` OpenMP threads, reads its progress
+    lines as they come, and stops it (by its pid) once `seconds` of windows are in after two
+    warm-up windows. Returns the windows' steps/s, their step count and the program's first line
+    (its device); exits with the program's output when it fails, or when its first line does not
+    match `expect`."""
     out_dir = tempfile.mkdtemp(prefix="maskprior-bench-")  # in $TMPDIR; its own, so runs at once never collide
     cmd = [os.path.join(ROOT, "maskprior")] + args + [
         "--steps", "1000000", "--eval-every", "1000000", "--log-every", str(log_every), "--out", out_dir]
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=dict(os.environ, OMP_NUM_THREADS=str(THREADS)))
+                                env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
     except OSError as e:
         sys.exit("bench: cannot run %s (%s): build it first with make maskprior" % (cmd[0], e))
     first, out, rates, t0 = proc.stdout.readline().strip(), [], [], None
@@ -93,39 +113,50 @@ def bench_maskprior(args, seconds=SECONDS, log_every=50, expect=""):
     return rates[2:], log_every * (len(rates) - 2), first
 
 
-def torch_step(task, cfg, batch, lr, wd, device="cpu", compile=False):
-    """One training step of tests/torch_reference.py's model on a fresh random batch of a
-    Boolean task, as a function returning the loss. Parameters: leaf float32 tensors drawn
-    like the C++ default init (prior/init.cuh), a mask (cfg["mask"] not "none") ±MASK_C from the
-    task's G; torch.optim.AdamW with weight decay wd, the mask's 0. compile: the loss under
-    torch.compile (forward and backward; the optimizer stays eager)."""
+def torch_step(task, cfg, batch, lr, wd, device="cpu", compile=False, params=None):
+    """One training step of tests/torch_reference.py's model on a Boolean task, as a function
+    returning the loss. Parameters: `params` (name -> float32 tensor, e.g. from a dump), or leaf
+    float32 tensors drawn like the C++ default init (prior/init.cuh) with a mask (cfg["mask"] not
+    "none") ±MASK_C from the task's G; torch.optim.AdamW with weight decay wd, the mask's 0. The
+    step cycles through 32 random batches made here, before any clock starts. compile: the loss
+    under torch.compile (forward and backward; the optimizer stays eager)."""
     import torch
     from torch_reference import model_loss, parameter_shapes
     torch.manual_seed(1)
     group, f = TASKS[task]
-    G = torch.eye(cfg["seq_len"])
-    G[:group, :group] = 1
-    shapes, p = parameter_shapes(cfg), {}
-    for name, shape in shapes.items():
-        if name in ("wte", "wpe"):
-            t = torch.randn(shape)
-        elif name.endswith(".mask"):
-            t = (MASK_C * (2 * G - 1)).expand(shape).clone()
-        elif name.split(".")[-2].startswith("ln"):  # ln1, ln2, ln_f: weight 1, bias 0
-            t = torch.full(shape, float(name.endswith(".weight")))
-        else:  # a Linear weight (out, in) or its bias: U(±1/sqrt(in))
-            bound = shapes[name.replace(".bias", ".weight")][1] ** -0.5
-            t = torch.empty(shape).uniform_(-bound, bound)
-        p[name] = t.to(device).requires_grad_()
+    p = {}
+    if params is not None:
+        p = {name: t.detach().clone().to(device).requires_grad_() for name, t in params.items()}
+    else:
+        G = torch.eye(cfg["seq_len"])
+        G[:group, :group] = 1
+        shapes = parameter_shapes(cfg)
+        for name, shape in shapes.items():
+            if name in ("wte", "wpe"):
+                t = torch.randn(shape)
+            elif name.endswith(".mask"):
+                t = (MASK_C * (2 * G - 1)).expand(shape).clone()
+            elif name.split(".")[-2].startswith("ln"):  # ln1, ln2, ln_f: weight 1, bias 0
+                t = torch.full(shape, float(name.endswith(".weight")))
+            else:  # a Linear weight (out, in) or its bias: U(±1/sqrt(in))
+                bound = shapes[name.replace(".bias", ".weight")][1] ** -0.5
+                t = torch.empty(shape).uniform_(-bound, bound)
+            p[name] = t.to(device).requires_grad_()
     groups = [{"params": [t for n, t in p.items() if n.endswith(".mask") == is_mask],
                "weight_decay": 0.0 if is_mask else wd} for is_mask in (False, True)]
     opt = torch.optim.AdamW([g for g in groups if g["params"]], lr=lr)
     loss_fn = torch.compile(model_loss) if compile else model_loss
-
-    def step():
+    batches = []
+    for _ in range(32):
         bits = torch.randint(0, 2, (batch, cfg["seq_len"] - 1), device=device)
         tokens = torch.cat([torch.full((batch, 1), 2, device=device), bits], 1)  # CLS = 2, bit b is token (b+1)/2
-        loss = loss_fn(p, cfg, tokens, f(2.0 * bits - 1))
+        batches.append((tokens, f(2.0 * bits - 1)))
+    count = [0]
+
+    def step():
+        tokens, targets = batches[count[0] % len(batches)]
+        count[0] += 1
+        loss = loss_fn(p, cfg, tokens, targets)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -183,43 +214,89 @@ def cpu_snapshot():  # (busy ticks of all CPUs, this process and its children's 
     return sum(f) - f[3] - f[4], sum(os.times()[:4]), time.perf_counter()
 
 
+def fma_peak(threads):
+    """(GFLOP/s, vector bits) of tools/fma_peak at `threads` threads."""
+    path = os.path.join(ROOT, "tools", "fma_peak")
+    try:
+        line = subprocess.run([path, str(threads)], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        sys.exit("bench: %s failed (%s): build it with make bench" % (path, e))
+    m = re.match(r"fma_peak threads \d+ vector_bits (\d+) gflops ([\d.]+)", line)
+    if not m:
+        sys.exit("bench: unexpected output of %s: %s" % (path, line))
+    return float(m.group(2)), int(m.group(1))
+
+
+def first_batch_losses(m, torch):
+    """The loss of the binary's first batch at its initial weights, from ./maskprior and from
+    PyTorch on the same parameters (float32); and those parameters, for PyTorch's timing."""
+    from torch_reference import model_loss, parameter_shapes, read_safetensors
+    cfg = torch_config(m)
+    with tempfile.TemporaryDirectory(prefix="maskprior-bench-") as tmp:
+        path = os.path.join(tmp, "state.safetensors")
+        r = subprocess.run([os.path.join(ROOT, "maskprior")] + maskprior_args(m) + ["--dump-state", path],
+                           capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS=str(THREADS)))
+        if r.returncode != 0:
+            sys.exit("bench: maskprior --dump-state failed:\n" + r.stdout + r.stderr)
+        tensors, _ = read_safetensors(path)
+    params = {name: tensors[name].float() for name in parameter_shapes(cfg)}
+    with torch.no_grad():
+        theirs = model_loss(params, cfg, tensors["batch.inputs"].long(), tensors["batch.targets"].float()).item()
+    return tensors["loss"].item(), theirs, params
+
+
 def main():
-    flops, start = step_flops(), cpu_snapshot()
-    ours, our_steps, first = bench_maskprior(["--task", "maj3", "--init", "mask", "--device", "cpu"],
-                                             expect=" %d threads" % THREADS)
+    start = cpu_snapshot()
+    thread_counts = sorted({1, THREADS})
+    peaks = {t: fma_peak(t) for t in thread_counts}
     import torch
-    torch.set_num_threads(THREADS)
-    step = torch_step("maj3", CFG, B, LR, WD)
     blas = torch_sgemm_library(torch)
     blas_kind = "OpenBLAS" if blas_threads(blas, 1) else "reference BLAS" if "/blas/" in blas else "?"
-    rows = [("maskprior", ours, our_steps),
-            ("PyTorch eager (%s)" % ("OpenBLAS 1 thr" if blas_kind == "OpenBLAS" else blas_kind),)
-            + time_windows(step, SECONDS, WARMUP_S)]
-    if THREADS > 1 and blas_kind == "OpenBLAS":
-        n = blas_threads(blas, THREADS)
-        rows.append(("PyTorch eager (OpenBLAS %d thr)" % n,) + time_windows(step, SECONDS / 3, 0.5, 5))
-    if THREADS > 1:
-        blas_threads(blas, 1)
-        torch.set_num_threads(1)
-        rows.append(("PyTorch eager, 1 thread in all",) + time_windows(step, SECONDS / 3, 0.5, 5))
+    results, first = {}, ""
+    for name, m in MODELS.items():
+        ours_loss, torch_loss, params = first_batch_losses(m, torch)
+        rows = []
+        for t in reversed(thread_counts):
+            rates, n, first = bench_maskprior(maskprior_args(m), SECONDS, m["log_every"], " %d threads" % t, t)
+            rows.append(("maskprior", t, rates, n))
+        settings = [(1, 1, "PyTorch eager, 1 thread in all")]
+        if THREADS > 1:
+            settings.append((THREADS, 1, "PyTorch eager, OpenBLAS 1 thr"))
+            if blas_kind == "OpenBLAS":
+                settings.append((THREADS, THREADS, "PyTorch eager, OpenBLAS %d thr" % THREADS))
+        for torch_threads, openblas, label in settings:
+            torch.set_num_threads(torch_threads)
+            blas_threads(blas, openblas)
+            step = torch_step("maj3", torch_config(m), m["batch"], LR, WD, params=params)
+            rows.append((label, torch_threads) + time_windows(step, SECONDS, WARMUP_S))
+        results[name] = (m, ours_loss, torch_loss, rows)
     end = cpu_snapshot()
     others = ((end[0] - start[0]) / os.sysconf("SC_CLK_TCK") - (end[1] - start[1])) / (end[2] - start[2])
 
-    print("maskprior CPU benchmark: task maj3, init mask, B %d T %d C %d L %d NH %d HS %d MLP %d, AdamW, fp32"
-          % (B, T, C, L, NH, HS, MLP))
-    print("FLOPs per training step (matmuls + attention QK^T, AV; forward + backward): %d = %.1f MFLOP"
-          % (flops, flops / 1e6))
-    bar = "+--------------------------------+---------+---------+---------+---------------+-------+"
-    print(bar + "\n| implementation                 | steps/s | ms/step | GFLOP/s | spread step/s | steps |\n" + bar)
-    for name, rates, n in rows:
-        r = statistics.median(rates)
-        print("| %-30s | %7.1f | %7.3f | %7.2f | %6.1f-%-6.1f | %5d |"
-              % (name, r, 1000 / r, r * flops / 1e9, min(rates), max(rates), n))
-    print(bar)
-    print("ratio (maskprior / %s, steps/s): %.2fx" % (rows[1][0], statistics.median(ours) / statistics.median(rows[1][1])))
-    print("threads:   %d (OMP_NUM_THREADS; maskprior and torch.set_num_threads)" % THREADS)
+    bits = peaks[THREADS][1]
+    print("maskprior CPU benchmark: task maj3, init mask, AdamW, fp32")
+    print("FMA peak (tools/fma_peak, %d-bit vectors): %s" % (
+        bits, ", ".join("%.1f GFLOP/s at %d thread%s" % (peaks[t][0], t, "s" if t > 1 else "") for t in thread_counts)))
+    bar = "+--------------------------------+-----+---------+----------+---------+--------+---------------+-------+"
+    for name, (m, ours_loss, torch_loss, rows) in results.items():
+        flops = step_flops(m)
+        print("\nmodel %s: B %d T %d C %d L %d NH %d HS %d MLP %d; %.1f MFLOP per training step"
+              % (name, m["batch"], T, m["width"], m["layers"], m["heads"], m["head_size"], m["mlp"], flops / 1e6))
+        print("first-batch loss, same weights and batch: maskprior %.6f, PyTorch %.6f" % (ours_loss, torch_loss))
+        print(bar + "\n| implementation                 | thr | steps/s | ms/step  | GFLOP/s | % peak | spread step/s | steps |\n"
+              + bar)
+        for label, t, rates, n in rows:
+            r = statistics.median(rates)
+            gflops = r * flops / 1e9
+            print("| %-30s | %3d | %7.1f | %8.3f | %7.2f | %5.1f%% | %6.1f-%-6.1f | %5d |"
+                  % (label, t, r, 1000 / r, gflops, 100 * gflops / peaks[t][0] if peaks[t][0] else 0,
+                     min(rates), max(rates), n))
+        print(bar)
+        ours = max((statistics.median(r[2]), r[1]) for r in rows if r[0] == "maskprior")
+        best = max((statistics.median(r[2]), r[0]) for r in rows if r[0] != "maskprior")
+        print("ratio, fastest maskprior (%d thr) / fastest PyTorch (%s): %.2fx" % (ours[1], best[1], ours[0] / best[0]))
     cpu = re.search(r"^model name\s*: (.*)$", open("/proc/cpuinfo").read(), re.M)
-    print("CPU:       %s, %d cores; other processes used %.2f of them during the run%s"
+    print("\nCPU:       %s, %d cores; other processes used %.2f of them during the run%s"
           % (cpu.group(1) if cpu else "unknown", os.cpu_count(), max(0.0, others),
              " (WARNING: a busy machine, the numbers are not reliable)" if others > 0.2 else ""))
     print("maskprior: %s" % first.split(": ", 1)[-1])
