@@ -25,9 +25,9 @@
 #pragma once
 #include <algorithm>
 #include <vector>
-#include "layers/common.cuh"  // Device, ceil_div, cudaCheck
-#include "layers/gemm_cpu.h"  // gemm_accumulate_serial, StridedMatrix: the CPU fast path
-#include "layers/vexp.h"    // vexp: e^x the CPU vectorises
+#include "layers/common.cuh"   // Device, ceil_div, cudaCheck
+#include "layers/gemm_cpu.h"   // gemm_accumulate_serial, StridedMatrix: the CPU fast path
+#include "layers/vexp.h"       // vexp: e^x the CPU vectorises
 
 struct AttentionShape {
     int B, T, NH, HS;
@@ -44,6 +44,10 @@ template <typename F>
 __host__ __device__ inline F sigmoid_of_minus(F m) {  // σ(-m), the slope of log σ at m
     return F(1) / (F(1) + exp(m));
 }
+
+// The multiply-adds of one product of the forward (Q K^T or A V): what decides whether the CPU
+// loops are worth more than one thread (worth_threads)
+inline size_t attention_work(AttentionShape s) { return (size_t)s.B * s.NH * s.T * s.T * s.HS; }
 
 // The (T,T) mask that head h of a layer uses (nullptr when there is no mask).
 template <typename F>
@@ -132,7 +136,7 @@ void attention_forward_cpu_reference(F* out, F* att, const F* qkv, const F* mask
     // out (B,T,NH·HS), att (B,NH,T,T), qkv (B,T,3·NH·HS), mask (T,T) or (NH,T,T) or nullptr,
     // mask_term like mask: room for log σ(M)
     if (s.mask_heads) mask_term_cpu(mask_term, mask, s.mask_heads * s.T * s.T);
-    #pragma omp parallel for collapse(2)
+    #pragma omp parallel for collapse(2) if (worth_threads(attention_work(s)))
     for (int b = 0; b < s.B; b++)
         for (int h = 0; h < s.NH; h++)
             for (int i = 0; i < s.T; i++)
@@ -164,7 +168,7 @@ void attention_forward_cpu(F* out, F* att, const F* qkv, const F* mask, F* mask_
     const int T = s.T, HS = s.HS, OUT_ROW = s.NH * s.HS;
     const F scale = F(1) / sqrt(F(HS));
     if (s.mask_heads) mask_term_cpu(mask_term, mask, s.mask_heads * T * T);
-    #pragma omp parallel
+    #pragma omp parallel if (worth_threads(attention_work(s)))
     {
         std::vector<F> panels;  // this thread's packing room for gemm
         #pragma omp for collapse(2)
@@ -284,7 +288,7 @@ void attention_backward_cpu_reference(F* dqkv, F* dmask, F* dscores, const F* do
     // dqkv (B,T,3·NH·HS), dmask like mask, dscores (B,NH,T,T) dS (written here), dout (B,T,NH·HS),
     // qkv (B,T,3·NH·HS), att (B,NH,T,T)
     const int T = s.T;
-    #pragma omp parallel for collapse(2)
+    #pragma omp parallel for collapse(2) if (worth_threads(attention_work(s)))
     for (int b = 0; b < s.B; b++)
         for (int h = 0; h < s.NH; h++) {
             for (int i = 0; i < T; i++) {
@@ -294,7 +298,7 @@ void attention_backward_cpu_reference(F* dqkv, F* dmask, F* dscores, const F* do
             for (int j = 0; j < T; j++) attention_column_backward(dqkv, dscores, dout, qkv, att, s, b, h, j);
         }
     if (s.mask_heads == 0) return;
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads((size_t)s.B * s.NH * T * T))
     for (int m = 0; m < s.mask_heads * T * T; m++) attention_mask_entry_backward(dmask, dscores, mask, s, m);
 }
 
@@ -308,7 +312,7 @@ void attention_backward_cpu(F* dqkv, F* dmask, F* dscores, const F* dout, const 
     // shapes as in attention_backward_cpu_reference
     const int T = s.T, HS = s.HS, ROW = 3 * s.NH * s.HS, OUT_ROW = s.NH * s.HS;
     const F scale = F(1) / sqrt(F(HS));
-    #pragma omp parallel
+    #pragma omp parallel if (worth_threads(attention_work(s)))
     {
         std::vector<F> panels, ds_scaled((size_t)T * T);  // this thread's gemm room, and dS·scale (T,T)
         #pragma omp for collapse(2)
@@ -338,7 +342,7 @@ void attention_backward_cpu(F* dqkv, F* dmask, F* dscores, const F* dout, const 
             }
     }
     if (s.mask_heads == 0) return;
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads((size_t)s.B * s.NH * T * T))
     for (int m = 0; m < s.mask_heads * T * T; m++) attention_mask_entry_backward(dmask, dscores, mask, s, m);
 }
 
@@ -367,7 +371,9 @@ __global__ void attention_backward_mask_kernel1(float* dmask, const float* dscor
 // mask_term: (mask_heads,T,T) on dev, room for log σ(M); unused (may be nullptr) without a mask
 inline void attention_forward(Device dev, float* out, float* att, const float* qkv, const float* mask,
                               float* mask_term, AttentionShape s) {
-    if (dev == DEVICE_CPU) return attention_forward_cpu(out, att, qkv, mask, mask_term, s);
+    if (dev == DEVICE_CPU)
+        return CPU_REFERENCE ? attention_forward_cpu_reference(out, att, qkv, mask, mask_term, s)
+                             : attention_forward_cpu(out, att, qkv, mask, mask_term, s);
     if (s.mask_heads) {
         int count = s.mask_heads * s.T * s.T;
         launch_kernel<mask_term_kernel1>(ceil_div(count, 128), 128, 0, mask_term, mask, count);
@@ -378,7 +384,9 @@ inline void attention_forward(Device dev, float* out, float* att, const float* q
 
 inline void attention_backward(Device dev, float* dqkv, float* dmask, float* dscores, const float* dout,
                                const float* qkv, const float* att, const float* mask, AttentionShape s) {
-    if (dev == DEVICE_CPU) return attention_backward_cpu(dqkv, dmask, dscores, dout, qkv, att, mask, s);
+    if (dev == DEVICE_CPU)
+        return CPU_REFERENCE ? attention_backward_cpu_reference(dqkv, dmask, dscores, dout, qkv, att, mask, s)
+                             : attention_backward_cpu(dqkv, dmask, dscores, dout, qkv, att, mask, s);
     int rows = s.B * s.NH * s.T;
     launch_kernel<attention_backward_rows_kernel1>(ceil_div(rows, 128), 128, 0, dqkv, dscores, dout, qkv, att, s);
     launch_kernel<attention_backward_columns_kernel1>(ceil_div(rows, 128), 128, 0, dqkv, dscores, dout, qkv, att, s);

@@ -29,7 +29,7 @@ template <typename F>
 void adamw_cpu(F* params, F* m, F* v, const F* grads, size_t n, AdamWSettings s, float wd, int t) {
     // params, m, v, grads (n); t is the 1-based step count
     F c1 = F(1) - std::pow(F(s.beta1), F(t)), c2 = F(1) - std::pow(F(s.beta2), F(t));
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads(n * 16))
     for (size_t i = 0; i < n; i++) adamw_element(params[i], m[i], v[i], grads[i], s, wd, c1, c2);
 }
 

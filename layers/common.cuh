@@ -118,6 +118,32 @@ inline void set_tf32(bool on) {
 }
 
 // ----------------------------------------------------------------------------
+// CPU paths: the fast ones, or (make CPU_REFERENCE=1) the plain reference loops
+
+// The matmul, attention and LayerNorm have a plain CPU loop, the reference, and a fast path
+// that sums every output in the same order (layers/gemm_cpu.h). A build with
+// -DMASKPRIOR_CPU_REFERENCE runs the reference loops everywhere: the same bits, slower; for
+// learners who want to see what the fast paths buy, and for tests/march_check.sh.
+#ifdef MASKPRIOR_CPU_REFERENCE
+constexpr bool CPU_REFERENCE = true;
+#else
+constexpr bool CPU_REFERENCE = false;
+#endif
+
+// ----------------------------------------------------------------------------
+// CPU threads: whether a loop is worth them
+
+// OpenMP wakes its threads at every parallel loop and waits for them at its end. With
+// OMP_WAIT_POLICY=passive (the Makefile's: threads that sleep rather than spin, which a busy
+// machine needs) that costs about 90 µs a loop on the development machine (a 2-core VM), the
+// time of some 3 million multiply-adds. So a loop with less work than about twice that runs on
+// the calling thread: `#pragma omp parallel for if (worth_threads(work))`, work counting the
+// loop's multiply-adds, or its elements times the operations each takes. Which thread computes
+// an output never changes its value, so results are the same at every thread count either way.
+constexpr size_t PARALLEL_MIN_WORK = size_t(1) << 23;
+inline bool worth_threads(size_t work) { return work >= PARALLEL_MIN_WORK; }
+
+// ----------------------------------------------------------------------------
 // buffers on either device
 
 inline float* buffer_alloc(Device dev, size_t count) {

@@ -18,7 +18,7 @@
 template <typename F>
 void embedding_forward_cpu(F* out, const int* tokens, const F* wte, const F* wpe, int B, int T, int C) {
     // out (B,T,C), tokens (B,T), wte (V,C), wpe (T,C)
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads((size_t)B * T * C))
     for (int bt = 0; bt < B * T; bt++) {
         const F* tok_row = wte + (size_t)tokens[bt] * C;
         const F* pos_row = wpe + (size_t)(bt % T) * C;
@@ -41,7 +41,7 @@ __host__ __device__ inline void embedding_channel_backward(F* dwte, F* dwpe, con
 template <typename F>
 void embedding_backward_cpu(F* dwte, F* dwpe, const F* dout, const int* tokens, int B, int T, int C) {
     // dwte (V,C), dwpe (T,C), dout (B,T,C), tokens (B,T)
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads((size_t)B * T * C))
     for (int c = 0; c < C; c++) embedding_channel_backward(dwte, dwpe, dout, tokens, B, T, C, c);
 }
 
@@ -113,7 +113,7 @@ template <typename F>
 void scalar_embedding_forward_cpu(F* out, const int* tokens, const float* value, const F* wte, const F* wval,
                                   const F* wpe, int B, int T, int C) {
     // out (B,T,C), tokens (B,T), value (V), wte (V,C), wval (C), wpe (T,C)
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads((size_t)B * T * C))
     for (int bt = 0; bt < B * T; bt++)
         for (int c = 0; c < C; c++)
             out[(size_t)bt * C + c] = scalar_embedding_element(tokens, value, wte, wval, wpe, T, C, bt, c);
@@ -123,7 +123,7 @@ template <typename F>
 void scalar_embedding_backward_cpu(F* dwte, F* dwval, F* dwpe, const F* dout, const int* tokens,
                                    const float* value, int B, int T, int C) {
     // dwte (V,C), dwval (C), dwpe (T,C), dout (B,T,C), tokens (B,T), value (V)
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads((size_t)B * T * C))
     for (int c = 0; c < C; c++) scalar_embedding_channel_backward(dwte, dwval, dwpe, dout, tokens, value, B, T, C, c);
 }
 

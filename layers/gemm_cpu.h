@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstring>
 #include <vector>
+#include "layers/common.cuh"  // worth_threads
 
 // A matrix read through strides: element (r, c) is data[r·row_stride + c·col_stride]. The three
 // products of a linear layer read their operands as such views (layers/matmul.cuh).
@@ -135,9 +136,9 @@ void gemm_accumulate(F* C, size_t ldc, StridedMatrix<F> A, StridedMatrix<F> B, i
     const int num_panels = gemm_panel_count(N), row_tiles = (M + GEMM_MR - 1) / GEMM_MR;
     std::vector<F> panel_memory((size_t)num_panels * K * GEMM_NR);
     F* panels = panel_memory.data();
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads((size_t)K * N))
     for (int p = 0; p < num_panels; p++) gemm_pack_panel(panels, B, K, N, p);
-    #pragma omp parallel for collapse(2) schedule(static)
+    #pragma omp parallel for collapse(2) schedule(static) if (worth_threads((size_t)M * N * K))
     for (int p = 0; p < num_panels; p++)
         for (int t = 0; t < row_tiles; t++) gemm_tile(C, ldc, A, (const F*)panels, M, N, K, p, t);
 }

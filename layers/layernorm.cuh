@@ -67,7 +67,7 @@ template <typename F>
 void layernorm_forward_cpu_reference(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N,
                                      int C) {
     // out (N,C), mean (N), rstd (N), inp (N,C), weight (C), bias (C)
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads((size_t)N * C * 4))
     for (int n = 0; n < N; n++)
         layernorm_row_forward(out + (size_t)n * C, mean + n, rstd + n, inp + (size_t)n * C, weight, bias, C);
 }
@@ -76,11 +76,11 @@ template <typename F>
 void layernorm_backward_cpu_reference(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
                                       const F* mean, const F* rstd, int N, int C) {
     // dinp (N,C), dweight (C), dbias (C), dout (N,C), inp (N,C), mean/rstd (N)
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads((size_t)N * C * 4))
     for (int n = 0; n < N; n++)
         layernorm_row_backward(dinp + (size_t)n * C, dout + (size_t)n * C, inp + (size_t)n * C, weight, mean[n],
                                rstd[n], C);
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads((size_t)N * C * 4))
     for (int c = 0; c < C; c++) layernorm_channel_backward(dweight, dbias, dout, inp, mean, rstd, N, C, c);
 }
 
@@ -103,7 +103,7 @@ void transpose_rows(F* block, const F* x, int N, int C, int n0) {
 template <typename F>
 void layernorm_forward_cpu(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N, int C) {
     // shapes as in layernorm_forward_cpu_reference
-    #pragma omp parallel
+    #pragma omp parallel if (worth_threads((size_t)N * C * 4))
     {
         std::vector<F> x_t((size_t)C * LN_LANES);  // this thread's block of rows, transposed
         #pragma omp for
@@ -134,7 +134,7 @@ template <typename F>
 void layernorm_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
                             const F* mean, const F* rstd, int N, int C) {
     // shapes as in layernorm_backward_cpu_reference
-    #pragma omp parallel
+    #pragma omp parallel if (worth_threads((size_t)N * C * 4))
     {
         std::vector<F> x_t((size_t)C * LN_LANES), g_t((size_t)C * LN_LANES);  // this thread's blocks
         #pragma omp for
@@ -203,14 +203,19 @@ __global__ void layernorm_backward_params_kernel1(float* dweight, float* dbias, 
 
 inline void layernorm_forward(Device dev, float* out, float* mean, float* rstd, const float* inp,
                               const float* weight, const float* bias, int N, int C) {
-    if (dev == DEVICE_CPU) return layernorm_forward_cpu(out, mean, rstd, inp, weight, bias, N, C);
+    if (dev == DEVICE_CPU)
+        return CPU_REFERENCE ? layernorm_forward_cpu_reference(out, mean, rstd, inp, weight, bias, N, C)
+                             : layernorm_forward_cpu(out, mean, rstd, inp, weight, bias, N, C);
     launch_kernel<layernorm_forward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, out, mean, rstd, inp, weight, bias, N, C);
 }
 
 inline void layernorm_backward(Device dev, float* dinp, float* dweight, float* dbias, const float* dout,
                                const float* inp, const float* weight, const float* mean, const float* rstd,
                                int N, int C) {
-    if (dev == DEVICE_CPU) return layernorm_backward_cpu(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    if (dev == DEVICE_CPU)
+        return CPU_REFERENCE
+                   ? layernorm_backward_cpu_reference(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C)
+                   : layernorm_backward_cpu(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
     launch_kernel<layernorm_backward_dinp_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, dinp, dout, inp, weight, mean, rstd, N,
                                                    C);
     launch_kernel<layernorm_backward_params_kernel1>(ceil_div(C, 64), 64, 0, dweight, dbias, dout, inp, mean, rstd, N,

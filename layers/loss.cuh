@@ -102,7 +102,7 @@ template <typename F>
 void crossentropy_forward_cpu(F* losses, F* probs, const F* logits, const float* targets,
                               const float* row_weight, int N, int V) {
     // losses (N), probs (N,V), logits (N,V), targets (N), row_weight (N) or nullptr
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads((size_t)N * V * 8))
     for (int n = 0; n < N; n++) {
         const F* z = logits + (size_t)n * V;
         F* p = probs + (size_t)n * V;
@@ -120,7 +120,7 @@ template <typename F>
 void crossentropy_backward_cpu(F* dlogits, const F* probs, const float* targets, const float* row_weight,
                                float count, int N, int V) {
     // dlogits (N,V), probs (N,V), targets (N), row_weight (N) or nullptr
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads((size_t)N * V * 8))
     for (int n = 0; n < N; n++) {
         F scale = (row_weight ? F(row_weight[n]) : F(1)) / F(count);
         for (int v = 0; v < V; v++)

@@ -19,7 +19,7 @@
 template <typename F>
 void matmul_forward_cpu_reference(F* out, const F* inp, const F* weight, const F* bias, int N, int C, int OC) {
     // out (N,OC), inp (N,C), weight (OC,C), bias (OC)
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads((size_t)N * C * OC))
     for (int n = 0; n < N; n++) {
         const F* x = inp + (size_t)n * C;
         for (int o = 0; o < OC; o++) {
@@ -35,7 +35,7 @@ template <typename F>
 void matmul_backward_cpu_reference(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
                                    int N, int C, int OC) {
     // dinp (N,C), dweight (OC,C), dbias (OC), dout (N,OC), inp (N,C), weight (OC,C)
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads((size_t)N * C * OC))
     for (int n = 0; n < N; n++) {
         F* dx = dinp + (size_t)n * C;
         for (int o = 0; o < OC; o++) {
@@ -45,7 +45,7 @@ void matmul_backward_cpu_reference(F* dinp, F* dweight, F* dbias, const F* dout,
         }
     }
     // each thread owns whole rows of dweight and sums over n in order
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads((size_t)N * C * OC))
     for (int o = 0; o < OC; o++) {
         F* dw = dweight + (size_t)o * C;
         F db = 0;
@@ -141,12 +141,16 @@ inline void matmul_backward_gpu(float* dinp, float* dweight, float* dbias, const
 
 inline void matmul_forward(Device dev, float* out, const float* inp, const float* weight, const float* bias,
                            int N, int C, int OC) {
-    if (dev == DEVICE_CPU) return matmul_forward_cpu(out, inp, weight, bias, N, C, OC);
+    if (dev == DEVICE_CPU)
+        return CPU_REFERENCE ? matmul_forward_cpu_reference(out, inp, weight, bias, N, C, OC)
+                             : matmul_forward_cpu(out, inp, weight, bias, N, C, OC);
     matmul_forward_gpu(out, inp, weight, bias, N, C, OC);
 }
 
 inline void matmul_backward(Device dev, float* dinp, float* dweight, float* dbias, const float* dout,
                             const float* inp, const float* weight, int N, int C, int OC) {
-    if (dev == DEVICE_CPU) return matmul_backward_cpu(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+    if (dev == DEVICE_CPU)
+        return CPU_REFERENCE ? matmul_backward_cpu_reference(dinp, dweight, dbias, dout, inp, weight, N, C, OC)
+                             : matmul_backward_cpu(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
     matmul_backward_gpu(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }

@@ -32,13 +32,13 @@ __host__ __device__ inline F gelu_slope(F x) {
 
 template <typename F>
 void gelu_forward_cpu(F* out, const F* inp, size_t n) {  // out, inp (n)
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads(n * 16))
     for (size_t i = 0; i < n; i++) out[i] = gelu_value(inp[i]);
 }
 
 template <typename F>
 void gelu_backward_cpu(F* dinp, const F* inp, const F* dout, size_t n) {  // dinp, inp, dout (n)
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads(n * 16))
     for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * gelu_slope(inp[i]);
 }
 
@@ -67,13 +67,13 @@ inline void gelu_backward(Device dev, float* dinp, const float* inp, const float
 
 template <typename F>
 void residual_forward_cpu(F* out, const F* a, const F* b, size_t n) {  // out, a, b (n)
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads(n))
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
 template <typename F>
 void residual_backward_cpu(F* da, F* db, const F* dout, size_t n) {  // da, db, dout (n)
-    #pragma omp parallel for
+    #pragma omp parallel for if (worth_threads(n))
     for (size_t i = 0; i < n; i++) { da[i] += dout[i]; db[i] += dout[i]; }
 }
 

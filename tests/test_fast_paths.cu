@@ -1,7 +1,8 @@
-// The CPU fast paths (matmul, attention, LayerNorm) against the plain loops they replace: the same bits, not merely close
-// values, for every shape (tiles cut off at the edges, one row, one column), with and without
-// bias or mask, and at 1 and 3 threads. The plain loops are the reference the finite-difference
-// and PyTorch checks hold to; these tests carry that to the fast paths the program runs.
+// The CPU fast paths (matmul, attention, LayerNorm) against the plain loops they replace: the
+// same bits, not merely close values, for every shape (tiles cut off at the edges, one row,
+// one column), with and without bias or mask, and at 1 and 3 threads; and vexp against exp.
+// The plain loops are the reference the finite-difference and PyTorch checks hold to; these
+// tests carry that to the fast paths the program runs.
 #include <cstring>
 #include "test_util.h"
 #include "attention.cuh"
@@ -46,7 +47,8 @@ template <typename F>
 static void check_matmul_fast_path() {
     struct Shape { int N, C, OC; };
     const Shape shapes[] = {{1, 1, 1},    {5, 3, 7},     {64, 32, 1},  {1024, 32, 96}, {1024, 32, 32},
-                            {37, 65, 33}, {6, 17, 129},  {3840, 128, 512}, {300, 512, 128}};
+                            {37, 65, 33}, {6, 17, 129},  {3840, 128, 512}, {300, 512, 128}};  // the last two pass
+                                                                                              // worth_threads
     for (Shape s : shapes) {
         for (bool with_bias : {true, false}) {
             CAPTURE(s.N); CAPTURE(s.C); CAPTURE(s.OC); CAPTURE(with_bias);
@@ -82,7 +84,8 @@ TEST_CASE("fast CPU matmul: the reference loops' bits, forward and backward, flo
 
 TEST_CASE("fast CPU attention: the reference loops' bits, forward and backward") {
     const AttentionShape shapes[] = {{64, 16, 2, 16, 1, false}, {3, 7, 3, 5, 0, false}, {2, 9, 2, 4, 2, true},
-                                     {1, 1, 1, 1, 1, false},    {4, 33, 4, 8, 4, true},  {8, 65, 2, 32, 1, false}};
+                                     {1, 1, 1, 1, 1, false},    {4, 33, 4, 8, 4, true},  {8, 65, 2, 32, 1, false},
+                                     {64, 64, 4, 32, 1, true}};  // the last passes worth_threads
     for (AttentionShape s : shapes) {
         for (bool with_dout : {true, false}) {  // dout = nullptr: dS given (the qk-opt fit)
             CAPTURE(s.B); CAPTURE(s.T); CAPTURE(s.NH); CAPTURE(s.HS); CAPTURE(s.mask_heads); CAPTURE(s.causal);
@@ -118,7 +121,8 @@ TEST_CASE("fast CPU attention: the reference loops' bits, forward and backward")
 
 TEST_CASE("fast CPU layernorm: the reference loops' bits, forward and backward") {
     struct Shape { int N, C; };
-    for (Shape s : {Shape{1, 1}, Shape{1024, 32}, Shape{37, 5}, Shape{16, 128}, Shape{300, 33}}) {
+    // the last passes worth_threads
+    for (Shape s : {Shape{1, 1}, Shape{1024, 32}, Shape{37, 5}, Shape{16, 128}, Shape{300, 33}, Shape{16400, 128}}) {
         CAPTURE(s.N); CAPTURE(s.C);
         Rng rng(3);
         auto inp = random_vector<float>((size_t)s.N * s.C, rng, 3.0f), dout = random_vector<float>(inp.size(), rng);
@@ -133,7 +137,8 @@ TEST_CASE("fast CPU layernorm: the reference loops' bits, forward and backward")
                                          weight.data(), mean_ref.data(), rstd_ref.data(), s.N, s.C);
         at_thread_counts([&] {
             std::vector<float> out(inp.size()), mean(s.N), rstd(s.N), dinp = dinp0, dweight = dweight0, dbias = dbias0;
-            layernorm_forward_cpu(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), s.N, s.C);
+            layernorm_forward_cpu(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), s.N,
+                                  s.C);
             layernorm_backward_cpu(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(),
                                    mean.data(), rstd.data(), s.N, s.C);
             expect_same_bits("out", out, out_ref);
@@ -144,4 +149,27 @@ TEST_CASE("fast CPU layernorm: the reference loops' bits, forward and backward")
             expect_same_bits("dbias", dbias, dbias_ref);
         });
     }
+}
+
+TEST_CASE("vexp is e^x within 2 ulp, 0 and inf past its range, NaN for NaN") {
+    double worst_ulp = 0;
+    float worst_x = 0;
+    for (double xd = -87.0; xd <= 88.0; xd += 1.0 / 1024) {  // 180 thousand points, all in range
+        const float x = (float)xd, got = vexp(x);
+        const double want = std::exp((double)x);
+        const float want_f = (float)want;
+        const double ulp = std::fabs(got - want) / (std::nextafter(want_f, INFINITY) - want_f);
+        if (!(ulp <= worst_ulp)) { worst_ulp = ulp; worst_x = x; }  // NaN would stick here
+    }
+    CAPTURE(worst_x);
+    CHECK(worst_ulp <= 2.0);
+    CHECK(vexp(0.0f) == 1.0f);
+    CHECK(vexp(-200.0f) == 0.0f);
+    CHECK(vexp(-INFINITY) == 0.0f);
+    CHECK(vexp(100.0f) == INFINITY);
+    CHECK(vexp(INFINITY) == INFINITY);
+    CHECK(std::isnan(vexp(NAN)));
+    CHECK(vexp(-100.0f) > 0.0f);  // e^-100 is a denormal: rounded, not flushed
+    CHECK(vexp(-100.0f) == doctest::Approx(std::exp(-100.0)).epsilon(0.02));
+    CHECK(vexp(1.0) == std::exp(1.0));  // double: the library's exp
 }

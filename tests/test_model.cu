@@ -208,6 +208,41 @@ TEST_CASE("two CPU runs from one seed are bit-identical") {
     CHECK(memcmp(result[0].data(), result[1].data(), result[0].size() * sizeof(float)) == 0);
 }
 
+TEST_CASE("a model wide enough to use the threads trains to the same bits at 1 and at 2 threads") {
+    Config c = tiny_config(1, false);
+    c.T = 16; c.C = 128; c.NH = 4; c.HS = 32; c.MLP = 512;  // its matmuls pass worth_threads
+    const int B = 64;
+    REQUIRE(worth_threads((size_t)B * c.T * c.C * c.qkv_width()));
+    std::vector<float> result[2];
+#ifdef _OPENMP
+    const int keep = omp_get_max_threads();
+#endif
+    for (int run = 0; run < 2; run++) {
+#ifdef _OPENMP
+        omp_set_num_threads(run + 1);
+#endif
+        Model model;
+        model_build(model, c, DEVICE_CPU, B);
+        init_model(model, 23, 3.0f);
+        Rng rng(24);
+        std::vector<int> tokens;
+        std::vector<float> y;
+        for (int step = 0; step < 2; step++) {
+            random_batch(c, B, rng, tokens, y);
+            model_forward(model, tokens.data(), y.data(), B);
+            model_zero_grad(model);
+            model_backward(model, B);
+            model_update(model);
+        }
+        result[run].assign(model.params_mem, model.params_mem + model.num_params);
+        model_free(model);
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(keep);
+#endif
+    CHECK(memcmp(result[0].data(), result[1].data(), result[0].size() * sizeof(float)) == 0);
+}
+
 TEST_CASE("a short CPU training run on maj3 fits the seen domain") {
     BooleanTask task("maj3");
     Config c;
