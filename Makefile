@@ -2,9 +2,13 @@
 # and on the CPU otherwise.
 #   make            build ./maskprior
 #   make run        the headline experiment: default, qk-svd, qk-opt and mask init on a Boolean
-#                   task (TASK=maj3), with the table and the prior-mass plots
-#   make test       every test, the GPU ones on the CPU emulation of CUDA (emu/), and the
-#                   check that the emulation catches four planted bugs
+#                   task (TASK=maj3), with the table and the prior-mass plots; JOBS=N runs at once
+#                   (one per core on a CPU)
+#   make test       every test, the GPU ones on the CPU emulation of CUDA (emu/), the check
+#                   that the emulation catches four planted bugs, and the same run's bytes from
+#                   two vector widths
+#   make HOST_MARCH=x86-64-v3  the host code for any AVX2 CPU (default native); CPU_REFERENCE=1
+#                   the plain reference loops on the CPU in place of the fast paths (same bits)
 #   make maskprior-emulated  ./maskprior-emulated: the same program with its kernels run on
 #                   the CPU (--device cuda); EMU_OPT="-O0 -g" to step through a CUDA thread in gdb
 #   make test-emulated  the GPU tests alone, on the emulation
@@ -47,12 +51,18 @@ ARITHMETIC_ARGS ?=
 # -fno-trapping-math: no program here reads the floating-point exception flags, so the compiler
 # may turn a comparison into a vector select (vexp's range checks); no value changes.
 HOST_MARCH ?= native
+# CPU_REFERENCE=1: the CPU runs the plain reference loops instead of the fast paths (same bits)
+CPU_REFERENCE ?=
 # the C compiler of tools/fma_peak (make bench)
 HOST_CC   ?= gcc
+# The settings that shape a build without being files: .build-settings (git-ignored) holds the
+# last ones, so that `make HOST_MARCH=x86-64-v3` or `make ARCH=100` rebuilds what they shape.
+BUILD_SETTINGS := HOST_MARCH=$(HOST_MARCH) ARCH=$(ARCH) CPU_REFERENCE=$(CPU_REFERENCE)
+$(shell [ "$$(cat .build-settings 2>/dev/null)" = "$(BUILD_SETTINGS)" ] || echo "$(BUILD_SETTINGS)" > .build-settings)
 GENCODE   = -gencode arch=compute_$(ARCH),code=[sm_$(ARCH),compute_$(ARCH)]
 INCLUDES  = -I. $(if $(EXTRA_INCLUDE),-I$(EXTRA_INCLUDE))
 NVCCFLAGS = -O3 -std=c++17 $(GENCODE) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses \
-            -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"'
+            -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"' $(if $(CPU_REFERENCE),-DMASKPRIOR_CPU_REFERENCE)
 LDLIBS    = -lcublas -lgomp
 HEADERS   = $(wildcard *.cuh layers/*.h layers/*.cuh prior/*.h prior/*.cuh run/*.h run/*.cuh tasks/*.h)
 
@@ -76,19 +86,19 @@ EMU_TESTS = tests/emulated_tests.cu tests/test_gpu.cu tests/test_emulation.cu te
 
 all: maskprior
 
-maskprior: main.cu $(HEADERS)
+maskprior: main.cu $(HEADERS) .build-settings
 	$(NVCC) $(NVCCFLAGS) -o $@ main.cu $(LDLIBS)
 
-tests/unit_tests: $(wildcard tests/*.cu tests/*.h) $(HEADERS)
+tests/unit_tests: $(wildcard tests/*.cu tests/*.h) $(HEADERS) .build-settings
 	$(NVCC) $(NVCCFLAGS) -o $@ tests/unit_tests.cu $(LDLIBS)
 
-maskprior-emulated: main.cu $(HEADERS) $(EMU_HEADERS)
+maskprior-emulated: main.cu $(HEADERS) $(EMU_HEADERS) .build-settings
 	$(EMU_CXX) $(EMU_FLAGS) -o $@ -x c++ main.cu -x none $(EMU_LIBS)
 
-tests/emulated_tests: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS)
+tests/emulated_tests: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS) .build-settings
 	$(EMU_CXX) $(EMU_FLAGS) -o $@ -x c++ tests/emulated_tests.cu -x none $(EMU_LIBS)
 
-tests/emulated_tests_asan: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS)
+tests/emulated_tests_asan: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS) .build-settings
 	$(EMU_CXX) $(EMU_SANITIZE) -o $@ -x c++ tests/emulated_tests.cu -x none $(EMU_LIBS)
 
 # Debian packages the build and the tests need, installed when missing
@@ -123,7 +133,7 @@ gpu-include: deps
 	cp -r /usr/include/doctest /usr/include/nlohmann /usr/include/stb gpu_include/
 
 # the FMA peak, measured with the same -march as the binary
-tools/fma_peak: tools/fma_peak.c
+tools/fma_peak: tools/fma_peak.c .build-settings
 	$(HOST_CC) -O2 -march=$(HOST_MARCH) -fopenmp -Wall -o $@ $<
 
 bench: deps maskprior tools/fma_peak
