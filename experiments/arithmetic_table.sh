@@ -9,7 +9,7 @@
 # sees the same data.
 #   default: a CPU-sized causal decoder, chosen by measurement (README): C 64, L 2, NH 4,
 #            HS 16, MLP 128, batch 64, 1500 steps, AdamW lr 1e-3, wd 1e-3, c 6, tested on
-#            2000 held-out pairs: 96 runs of about 20 s, 32 minutes on a 2-core CPU.
+#            2000 held-out pairs: 96 runs of about 15 s, two at a time: 13 minutes on a 2-core CPU.
 #   --paper: Lee et al.'s NanoGPT size: C 384, L 6, NH 6, HS 64, MLP 1536, batch 256, 5000
 #            steps, lr 1e-3, tested on 10000 held-out pairs. Meant for a GPU.
 # Runs land in runs/table-arithmetic/cpu or .../paper; a run whose metrics.json exists is

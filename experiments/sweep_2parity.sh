@@ -7,7 +7,7 @@
 # the model or its training rather than G. Two maj3 settings at the end test the README's
 # explanation of why the mask helps maj3 and not 2parity. Runs that finished before are kept
 # (delete runs/sweep-2parity to start over). Then prints the table (tools/boolean_table.py).
-# About 35 minutes on a 2-core CPU, a fifth of it the one larger model ("C128-L6").
+# About 11 minutes on a 2-core CPU, two runs at a time, a third of it the one larger model ("C128-L6").
 set -e
 cd "$(dirname "$0")/.."
 seeds=${SEEDS:-1 2}

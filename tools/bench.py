@@ -21,8 +21,8 @@ Method
 - FMA peak: tools/fma_peak, built for the same -march as ./maskprior, runs fused multiply-adds on
   registers only, at 1 thread and at OMP_NUM_THREADS. Every rate is also printed as a share of
   the peak at its own thread count. ./maskprior multiplies and adds separately (the same bits
-  on every CPU: layers/gemm_cpu.h), so on CPUs whose FMA units also do the plain multiplies and
-  adds it can reach at most half of that peak.
+  on every CPU: layers/gemm_cpu.h), so on a core whose FMA units also do the plain multiplies
+  and adds it can reach at most half of that peak.
 - Rates are medians over windows (shared CPUs are noisy); the spread column gives the slowest
   and the fastest window. Other processes' CPU use during the run is measured from /proc/stat
   and printed, with a warning when it is not negligible.
@@ -283,8 +283,9 @@ def main():
         print("\nmodel %s: B %d T %d C %d L %d NH %d HS %d MLP %d; %.1f MFLOP per training step"
               % (name, m["batch"], T, m["width"], m["layers"], m["heads"], m["head_size"], m["mlp"], flops / 1e6))
         print("first-batch loss, same weights and batch: maskprior %.6f, PyTorch %.6f" % (ours_loss, torch_loss))
-        print(bar + "\n| implementation                 | thr | steps/s | ms/step  | GFLOP/s | % peak | spread step/s | steps |\n"
-              + bar)
+        print(bar)
+        print("| implementation                 | thr | steps/s | ms/step  | GFLOP/s | % peak | spread step/s | steps |")
+        print(bar)
         for label, t, rates, n in rows:
             r = statistics.median(rates)
             gflops = r * flops / 1e9

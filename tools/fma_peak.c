@@ -4,8 +4,8 @@
 // ./maskprior and prints every rate it measures as a share of this peak.
 //   tools/fma_peak THREADS   one line: "fma_peak threads T vector_bits W gflops G"
 // The peak counts an FMA as 2 flops. ./maskprior multiplies and adds separately (-ffp-contract=off,
-// for the same bits on every CPU), so where the FMA units also do the plain multiplies and adds
-// (Intel), it can reach at most half of this.
+// for the same bits on every CPU), so on a core whose FMA units also do the plain multiplies and
+// adds it can reach at most half of this.
 #include <immintrin.h>
 #include <omp.h>
 #include <stdio.h>
