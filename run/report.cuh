@@ -100,8 +100,8 @@ struct RunLog {
 
 // ----------------------------------------------------------------------------
 // progress: a line every `every` steps with the training speed of the steps since the last
-// line: the forward, backward and update passes only. Evaluations restart the clock, and the
-// time spent making batches is left out (exclude), so the speed is the model's alone.
+// line: the forward, backward and update passes only. Evaluations restart the clock, and on
+// the CPU the time spent making batches is left out (exclude), so the speed is the model's.
 
 struct Progress {
     int64_t every, steps;
@@ -110,7 +110,11 @@ struct Progress {
     double window_excluded = 0;  // seconds of the window that were not training
     int64_t window_steps = 0;
 
-    void exclude(double seconds) { window_excluded += seconds; }
+    // Host time that was not training (making a batch). On the GPU it is not left out: the
+    // previous step's kernels are still running then, so that time is the GPU's too.
+    void exclude(double seconds) {
+        if (dev == DEVICE_CPU) window_excluded += seconds;
+    }
 
     void step_done(int64_t done, float loss) {
         window_steps++;
