@@ -60,8 +60,8 @@ __host__ __device__ inline const F* head_mask(const F* mask, AttentionShape s, i
 // forward: first the mask term log σ(M), once per call: it is the same for every batch row
 // (and, for a shared mask, every head), so computing it inside each score would repeat each
 // log and exp B·NH times. Then one query row at a time: scores, softmax and the weighted sum
-// of values. The row function is shared by the CPU loop and kernel1, so both devices compute
-// the same thing.
+// of values. The row function is shared by the CPU reference loop and kernel1, so both devices
+// compute the same thing; the CPU fast path below shares its softmax.
 
 template <typename F>
 void mask_term_cpu(F* mask_term, const F* mask, int count) {
@@ -151,7 +151,7 @@ void attention_forward_cpu_reference(F* out, F* att, const F* qkv, const F* mask
 // reference's order: S_ij along d from 0, y_i along j from 0. Y also runs over the keys a
 // causal row cannot see, whose A_ij is 0: adding A_ij v_j = ±0 to a sum that started at +0
 // leaves its bits as they are. So the fast path gives the reference's bits
-// (tests/test_fast_paths.cu), with 4 rows at a time in the registers instead of one.
+// (tests/test_fast_paths.cu), with GEMM_MR rows (4 or 8) at a time in registers instead of one.
 
 // Views of one (b, h) block of qkv (B,T,3·NH·HS) as matrices (StridedMatrix: element (r,c) at
 // r·row_stride + c·col_stride): part 0, 1, 2 = q, k, v as (T, HS), or transposed (HS, T).
