@@ -185,26 +185,31 @@ TEST_CASE("default init: embeddings ~ N(0,1), Linear ~ U(±1/sqrt(fan_in)), Laye
     CHECK(p.ln2b[c.C - 1] == 0.0f);
 }
 
+// The parameters after `steps` training steps of a model of config c on random batches of B
+// rows, the init drawn from `seed` and the batches from seed + 1.
+static std::vector<float> trained_params(const Config& c, int B, int steps, uint64_t seed) {
+    Model model;
+    model_build(model, c, DEVICE_CPU, B);
+    init_model(model, seed, 3.0f);
+    Rng rng(seed + 1);
+    std::vector<int> tokens;
+    std::vector<float> y;
+    for (int step = 0; step < steps; step++) {
+        random_batch(c, B, rng, tokens, y);
+        model_forward(model, tokens.data(), y.data(), B);
+        model_zero_grad(model);
+        model_backward(model, B);
+        model_update(model);
+    }
+    std::vector<float> params(model.params_mem, model.params_mem + model.num_params);
+    model_free(model);
+    return params;
+}
+
 TEST_CASE("two CPU runs from one seed are bit-identical") {
     Config c = tiny_config(1, false);
     std::vector<float> result[2];
-    for (int run = 0; run < 2; run++) {
-        Model model;
-        model_build(model, c, DEVICE_CPU, 8);
-        init_model(model, 21, 3.0f);
-        Rng rng(22);
-        std::vector<int> tokens;
-        std::vector<float> y;
-        for (int step = 0; step < 5; step++) {
-            random_batch(c, 8, rng, tokens, y);
-            model_forward(model, tokens.data(), y.data(), 8);
-            model_zero_grad(model);
-            model_backward(model, 8);
-            model_update(model);
-        }
-        result[run].assign(model.params_mem, model.params_mem + model.num_params);
-        model_free(model);
-    }
+    for (int run = 0; run < 2; run++) result[run] = trained_params(c, 8, 5, 21);
     CHECK(memcmp(result[0].data(), result[1].data(), result[0].size() * sizeof(float)) == 0);
 }
 
@@ -221,21 +226,7 @@ TEST_CASE("a model wide enough to use the threads trains to the same bits at 1 a
 #ifdef _OPENMP
         omp_set_num_threads(run + 1);
 #endif
-        Model model;
-        model_build(model, c, DEVICE_CPU, B);
-        init_model(model, 23, 3.0f);
-        Rng rng(24);
-        std::vector<int> tokens;
-        std::vector<float> y;
-        for (int step = 0; step < 2; step++) {
-            random_batch(c, B, rng, tokens, y);
-            model_forward(model, tokens.data(), y.data(), B);
-            model_zero_grad(model);
-            model_backward(model, B);
-            model_update(model);
-        }
-        result[run].assign(model.params_mem, model.params_mem + model.num_params);
-        model_free(model);
+        result[run] = trained_params(c, B, 2, 23);
     }
 #ifdef _OPENMP
     omp_set_num_threads(keep);
