@@ -16,6 +16,8 @@
 #   make sweep-2parity  which settings make 2parity extrapolate, and which do not
 #   make table-arithmetic  add3 and mul2 with little data: 8 fractions x 4 inits x 3 seeds
 #                   (ARITHMETIC_ARGS="--paper --seeds N")
+#   make table-vision  a ViT on Fashion-MNIST and CIFAR-10: 5 inits x 2 seeds, 2 epochs (about an
+#                   hour on 2 cores; VISION_ARGS="--seeds N --epochs E", or "--paper" for a GPU)
 #   make gpu-check  the GPU tests, a paper-size GPU run and the PyTorch timing (needs a GPU)
 #   make bench      CPU speed against PyTorch eager, on the make-run model and a wider one, and
 #                   against this machine's FMA peak (tools/fma_peak)
@@ -43,6 +45,8 @@ OPTIMIZER ?= adam
 BOOLEAN_ARGS ?=
 # make table-arithmetic: --paper (Lee et al.'s model size, for a GPU) and/or --seeds N
 ARITHMETIC_ARGS ?=
+# make table-vision: --paper (ViT-Tiny, for a GPU), --seeds N, --epochs E
+VISION_ARGS ?=
 
 # Host code: HOST_MARCH picks the instructions (native: this machine's widest vectors; x86-64-v3
 # for a binary that must start on any AVX2 machine, such as the GPU machine). -ffp-contract=off:
@@ -63,7 +67,7 @@ GENCODE   = -gencode arch=compute_$(ARCH),code=[sm_$(ARCH),compute_$(ARCH)]
 INCLUDES  = -I. $(if $(EXTRA_INCLUDE),-I$(EXTRA_INCLUDE))
 NVCCFLAGS = -O3 -std=c++17 $(GENCODE) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses \
             -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"' $(if $(CPU_REFERENCE),-DMASKPRIOR_CPU_REFERENCE)
-LDLIBS    = -lcublas -lgomp
+LDLIBS    = -lcublas -lgomp -lz
 HEADERS   = $(wildcard *.cuh layers/*.h layers/*.cuh prior/*.h prior/*.cuh run/*.h run/*.cuh tasks/*.h)
 
 # The CUDA emulation (emu/): the host compiler builds the same sources with MASKPRIOR_CUDA_EMULATION,
@@ -77,11 +81,11 @@ EMU_FLAGS = $(EMU_BASE) $(EMU_OPT)
 # the same tests under AddressSanitizer and UndefinedBehaviorSanitizer: out-of-bounds reads and
 # writes in a kernel beyond the emulation's guard bytes, and undefined arithmetic
 EMU_SANITIZE = $(EMU_BASE) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
-EMU_LIBS  = -lboost_context
+EMU_LIBS  = -lboost_context -lz
 EMU_HEADERS = $(wildcard emu/*.h)
 EMU_TESTS = tests/emulated_tests.cu tests/test_gpu.cu tests/test_emulation.cu tests/test_util.h tests/temp_dir.h
 
-.PHONY: all run test test-emulated table-boolean table-arithmetic sweep-2parity gpu-check gpu-include bench deps \
+.PHONY: all run test test-emulated table-boolean table-arithmetic table-vision sweep-2parity gpu-check gpu-include bench deps \
         clean
 
 all: maskprior
@@ -120,6 +124,9 @@ table-boolean: deps maskprior
 table-arithmetic: deps maskprior
 	@sh experiments/arithmetic_table.sh $(ARITHMETIC_ARGS)
 
+table-vision: deps maskprior
+	@sh experiments/vision_table.sh $(VISION_ARGS)
+
 sweep-2parity: deps maskprior
 	@sh experiments/sweep_2parity.sh
 
@@ -128,9 +135,11 @@ gpu-check:
 
 # Copies the headers of the Debian packages the build needs into gpu_include/ (git-ignored),
 # for a GPU machine without them: carry gpu_include there; gpu-check uses it when present.
+# (Linking there also needs libz.so: building here with ARCH=90 HOST_MARCH=x86-64-v3 and
+# carrying the binaries avoids both.)
 gpu-include: deps
 	mkdir -p gpu_include
-	cp -r /usr/include/doctest /usr/include/nlohmann /usr/include/stb gpu_include/
+	cp -r /usr/include/doctest /usr/include/nlohmann /usr/include/stb /usr/include/zlib.h /usr/include/zconf.h gpu_include/
 
 # the FMA peak, measured with the same -march as the binary
 tools/fma_peak: tools/fma_peak.c .build-settings

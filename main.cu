@@ -40,13 +40,12 @@ static int train(int argc, char** argv) {
 
     if (!opt.dump_state.empty()) {  // one forward/backward on the first batch, written out, then stop
         training_batch(*task, order, start_step, batch);
-        float loss = model_forward(model, batch.tokens.data(), batch.targets.data(), B, batch.mask());
+        float loss = model_forward(model, batch_input(batch), batch.targets.data(), B, batch.mask());
         model_zero_grad(model);
         model_backward(model, B);
         run_meta["step"] = std::to_string(start_step);
-        dump_state(opt.dump_state, cfg, model_download(model, model.params_mem),
-                   model_download(model, model.grads_mem), {batch.tokens, batch.targets, batch.loss_mask, B, loss},
-                   run_meta);
+        dump_state(opt.dump_state, cfg, model_download(model, model.params_mem), model_download(model, model.grads_mem),
+                   {batch.tokens, batch.pixels, batch.targets, batch.loss_mask, B, loss}, run_meta);
         printf("wrote %s (loss %.6f)\n", opt.dump_state.c_str(), loss);
         return 0;
     }
@@ -61,31 +60,36 @@ static int train(int argc, char** argv) {
     Evaluation ev;
     if (start_step == 0) {  // step 0: the first batch's gradient, so that step 0 reports gradient norms too
         training_batch(*task, order, 0, batch);
-        model_forward(model, batch.tokens.data(), batch.targets.data(), B, batch.mask());
+        model_forward(model, batch_input(batch), batch.targets.data(), B, batch.mask());
         model_zero_grad(model);
         model_backward(model, B);
         ev = evaluate(model, *task, G, init.reference, positions);
         log.evaluation(0, NAN, ev);
-        write_pictures(out_dir, "step0", model, ev);
+        write_pictures(out_dir, "step0", model, ev, *task);
         write_structure_picture(out_dir, G);
     }
 
     // the training loop
-    Progress progress{log_every, steps, dev};
+    Progress progress{log_every, steps, dev, task->image_input() ? B : 0};
+    TrainAccuracy train_accuracy;  // classification: top-1 on the training batches between evaluations
     float loss = 0;
     for (int64_t step = start_step; step < steps; step++) {
         const double batch_start = now_seconds();
         training_batch(*task, order, step, batch);
         progress.exclude(now_seconds() - batch_start);
-        loss = model_forward(model, batch.tokens.data(), batch.targets.data(), B, batch.mask());
+        loss = model_forward(model, batch_input(batch), batch.targets.data(), B, batch.mask());
         if (!std::isfinite(loss)) fail("the loss became %f at step %lld: lower --lr?", loss, (long long)step);
+        train_accuracy.add(model, batch);
         model_zero_grad(model);
         model_backward(model, B);
+        if (opt.clip_grad > 0) model_clip_gradients(model, opt.clip_grad);
+        model.adam.lr = step_learning_rate(opt, step, steps);
         model_update(model);
         const int64_t done = step + 1;
         progress.step_done(done, loss);
         if (done % eval_every == 0 || done == steps) {
             ev = evaluate(model, *task, G, init.reference, positions);
+            train_accuracy.report(ev);
             log.evaluation(done, loss, ev);
             progress.restart();  // evaluation time is not training time
         }
@@ -97,7 +101,7 @@ static int train(int argc, char** argv) {
     const double seconds = now_seconds() - t_start;
 
     // the final report: pictures, checkpoint, metrics.json, the table
-    write_pictures(out_dir, "final", model, ev);
+    write_pictures(out_dir, "final", model, ev, *task);
     run_meta["step"] = std::to_string(steps);
     checkpoint_save(save_path, cfg, training_state(model), run_meta);
     const std::string loss_name = cfg.head == HEAD_REGRESSION ? opt.loss : "cross-entropy";

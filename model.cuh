@@ -5,10 +5,12 @@
 //
 //   x = wte[tokens] + wpe                                   (B,T,C)
 //       (scalar encoding: a valued token v gives value[v] * wval in place of wte[v])
+//   images: x = [cls, patchify(pixels) patch_w^T + patch_b] + wpe   (layers/patch_embedding.cuh)
 //   for each layer l (pre-LN):
 //     x += proj(attention(qkv(ln1(x)), mask_l))
 //     x += mlp_proj(gelu(mlp_fc(ln2(x))))
 //   y = head(ln_f(x[:, p]))  p = 0 (CLS); causal: p = T-1    (B,OUT)
+//       (--pool mean: the mean of x[:, 1:] in place of x[:, 0])
 //   loss = MSE(y, target) or logistic(y, ±1 label) (regression), cross-entropy(y, class)
 // The next-token head (a causal language model) reads every position instead:
 //   y = head(ln_f(x))                                       (B,T,V)
@@ -19,11 +21,13 @@
 #include <vector>
 #include "attention.cuh"          // attention_forward, attention_backward: the method
 #include "layers/adamw.cuh"       // adamw_update
+#include "layers/clip.cuh"        // clip_grad_norm, grad_norm_scratch_size
 #include "layers/config.h"        // Config, ParamTensors, param_layout, block_params
 #include "layers/embedding.cuh"   // embedding_*, scalar_embedding_*
 #include "layers/layernorm.cuh"   // layernorm_*
 #include "layers/loss.cuh"        // mse_*, logistic_*, crossentropy_*
 #include "layers/matmul.cuh"      // matmul_*
+#include "layers/patch_embedding.cuh"  // patchify_*, assemble_*, mean_pool_*
 #include "layers/pointwise.cuh"   // gelu_*, residual_*, pick_position_*
 
 // ----------------------------------------------------------------------------
@@ -32,6 +36,9 @@
 // losses) has no room and a null pointer
 
 struct Activations {
+    // images only (empty for a token model): the flattened patches and their embedding
+    float* patches;    // (B,NP,channels·P·P)
+    float* embedded;   // (B,NP,C)
     float* encoded;    // (B,T,C)
     float* ln1;        // (L,B,T,C)
     float* ln1_mean;   // (L,B,T)
@@ -49,7 +56,8 @@ struct Activations {
     float* fcproj;     // (L,B,T,C)
     float* residual3;  // (L,B,T,C)  x after the whole block
     // the head's rows R = B·head_rows(): one per example, or (next token) every position
-    float* cls;        // (B,C)  x[:, head_position] after the last block; unused by next token
+    float* cls;        // (B,C)  x[:, head_position] after the last block (--pool mean: the patches' mean);
+                       //        unused by next token
     // the last block after attention on the head's row alone (model_forward with head_row_only):
     // the same fields as BlockActivations, one row per example; its residual3 is cls
     float* head_input;      // (B,C)   x[:, head_position] entering the last block
@@ -74,10 +82,11 @@ struct Activations {
 // floats they take; gradients = true lays out the gradient buffers, without the slots that
 // have no gradient.
 inline size_t activations_bind(const Config& c, int B, Activations* a, float* base, bool gradients) {
-    const size_t BT = (size_t)B * c.T, L = c.L, R = (size_t)B * c.head_rows();
+    const size_t BT = (size_t)B * c.T, L = c.L, R = (size_t)B * c.head_rows(), BP = (size_t)B * c.patches();
     const bool FWD = true;  // a slot only the forward pass has: no room in the gradient buffers
     struct Slot { float** ptr; size_t n; bool forward_only = false; };
     const Slot slots[] = {
+        {&a->patches, BP * c.patch_size(), FWD},  {&a->embedded, BP * c.C},
         {&a->encoded, BT * c.C},
         {&a->ln1, L * BT * c.C},           {&a->ln1_mean, L * BT, FWD},   {&a->ln1_rstd, L * BT, FWD},
         {&a->qkv, L * BT * c.qkv_width()}, {&a->att, L * B * c.NH * c.T * c.T, FWD},
@@ -183,7 +192,8 @@ struct Model {
     // it and reads it back (for dq, dk and dM); the layers take turns, so one buffer serves all
     float* dscores;
     float* mask_term;   // (NH,T,T) log σ(M) of the layer attention_forward is on: scratch, rewritten per layer
-    int* tokens;        // (B,T) on dev
+    int* tokens;        // (B,T) on dev, token models
+    float* pixels;      // (B,channels,H,W) on dev, image models
     float* targets;     // (B·head_rows) on dev: a value, a class, or the next token at each position
     float* loss_mask;   // (B·T) on dev, next-token head only: 1 where a position counts in the loss
     bool loss_masked;   // whether the last forward pass weighted its rows by loss_mask
@@ -194,6 +204,8 @@ struct Model {
     std::vector<float> losses_host;  // (B·head_rows)
     AdamWSettings adam;
     float weight_decay = 1e-3f, mask_weight_decay = 0.0f;
+    float label_smoothing = 0.0f;  // of the cross-entropy heads
+    float* norm_scratch;           // (grad_norm_scratch_size(num_params)) model_clip_gradients' partial sums
     int adam_t = 0;  // optimizer steps taken
 };
 
@@ -222,10 +234,12 @@ inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
     buffer_zero(dev, model.dacts_mem, model.num_dacts);
     model.num_dscores = (size_t)B * cfg.NH * cfg.T * cfg.T;
     model.dscores = buffer_alloc(dev, model.num_dscores);
+    model.norm_scratch = buffer_alloc(dev, grad_norm_scratch_size(model.num_params));
     model.mask_term = buffer_alloc(dev, (size_t)cfg.NH * cfg.T * cfg.T);
     const size_t R = (size_t)B * cfg.head_rows();
     if (dev == DEVICE_GPU) cudaCheck(cudaMalloc(&model.tokens, (size_t)B * cfg.T * sizeof(int)));
     else model.tokens = (int*)malloc((size_t)B * cfg.T * sizeof(int));
+    model.pixels = cfg.image_input() ? buffer_alloc(dev, (size_t)B * cfg.image_size()) : nullptr;
     model.targets = buffer_alloc(dev, R);
     model.loss_mask = cfg.head == HEAD_NEXT_TOKEN ? buffer_alloc(dev, R) : nullptr;
     model.loss_masked = false;
@@ -242,10 +256,11 @@ inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
 
 inline void model_free(Model& model) {
     for (float* p : {model.params_mem, model.grads_mem, model.m_mem, model.v_mem, model.acts_mem, model.dacts_mem,
-                     model.dscores, model.mask_term, model.targets})
+                     model.dscores, model.mask_term, model.targets, model.norm_scratch})
         buffer_free(model.dev, p);
     if (model.token_value) buffer_free(model.dev, model.token_value);
     if (model.loss_mask) buffer_free(model.dev, model.loss_mask);
+    if (model.pixels) buffer_free(model.dev, model.pixels);
     if (model.dev == DEVICE_GPU) cudaCheck(cudaFree(model.tokens));
     else free(model.tokens);
 }
@@ -287,7 +302,62 @@ inline void block_tail_forward(Device dev, const Config& c, const BlockParams& w
     residual_forward(dev, x.residual3, x.residual2, x.fcproj, (size_t)N * C);
 }
 
-// Forward pass on `rows` <= model.B examples, host memory: tokens (rows,T), targets
+// What a forward pass reads, in host memory: token ids (rows,T), or for an image model the
+// normalised pixels (rows,channels,H,W). A token array converts to it, as most callers pass one.
+struct ModelInput {
+    const int* tokens = nullptr;
+    const float* pixels = nullptr;
+    ModelInput(const int* token_ids) : tokens(token_ids) {}
+    ModelInput(const float* image_pixels) : pixels(image_pixels) {}
+    // the same input from example `first` on
+    ModelInput from(int first, const Config& c) const {
+        return pixels ? ModelInput(pixels + (size_t)first * c.image_size()) : ModelInput(tokens + (size_t)first * c.T);
+    }
+};
+
+// The first residual stream a.encoded (B,T,C) from the input, uploaded to the device: token ids
+// through the (scalar) embedding, or an image through patchify, the patch embedding (a matmul)
+// and assemble (CLS, position embedding).
+inline void input_forward(Model& model, ModelInput input, const Activations& a, int B) {
+    const Config& c = model.cfg;
+    const ParamTensors& p = model.params;
+    const Device dev = model.dev;
+    if (c.image_input()) {
+        buffer_copy(model.pixels, dev, input.pixels, DEVICE_CPU, (size_t)B * c.image_size());
+        patchify_forward(dev, a.patches, model.pixels, B, c.channels, c.height, c.width, c.patch);
+        matmul_forward(dev, a.embedded, a.patches, p.patchw, p.patchb, B * c.patches(), c.patch_size(), c.C);
+        assemble_forward(dev, a.encoded, a.embedded, p.cls, p.wpe, B, c.T, c.C);
+        return;
+    }
+    const size_t bytes = (size_t)B * c.T * sizeof(int);
+    if (dev == DEVICE_GPU) cudaCheck(cudaMemcpy(model.tokens, input.tokens, bytes, cudaMemcpyHostToDevice));
+    else memcpy(model.tokens, input.tokens, bytes);
+    if (c.encoding == ENCODING_SCALAR)
+        scalar_embedding_forward(dev, a.encoded, model.tokens, model.token_value, p.wte, p.wval, p.wpe, B, c.T, c.C);
+    else embedding_forward(dev, a.encoded, model.tokens, p.wte, p.wpe, B, c.T, c.C);
+}
+
+// backward of input_forward, from d.encoded; accumulates into model.grads (the pixels and the
+// token ids have no gradient)
+inline void input_backward(Model& model, const Activations& a, const Activations& d, int B) {
+    const Config& c = model.cfg;
+    const ParamTensors& p = model.params;
+    const ParamTensors& g = model.grads;
+    const Device dev = model.dev;
+    if (c.image_input()) {
+        // encoded = assemble(embedded, cls, wpe)
+        assemble_backward(dev, d.embedded, g.cls, g.wpe, d.encoded, B, c.T, c.C);
+        // embedded = patches patch_w^T + patch_b
+        matmul_backward(dev, nullptr, g.patchw, g.patchb, d.embedded, a.patches, p.patchw, B * c.patches(),
+                        c.patch_size(), c.C);
+    } else if (c.encoding == ENCODING_SCALAR) {
+        scalar_embedding_backward(dev, g.wte, g.wval, g.wpe, d.encoded, model.tokens, model.token_value, B, c.T, c.C);
+    } else {
+        embedding_backward(dev, g.wte, g.wpe, d.encoded, model.tokens, B, c.T, c.C);
+    }
+}
+
+// Forward pass on `rows` <= model.B examples, host memory: the input (tokens or pixels), targets
 // (rows·head_rows), and for the next-token head loss_mask (rows·T) of 0/1 (nullptr: every
 // position counts). Leaves the outputs in model_activations(model, rows).logits and returns
 // the mean loss over the counted rows. targets = nullptr: the outputs only, no loss (returns 0),
@@ -297,7 +367,7 @@ inline void block_tail_forward(Device dev, const Config& c, const BlockParams& w
 // on its own. So the last block's tail runs on one row per example, a T-th of the work, with the
 // same bits in the outputs, the loss and every layer's attention; the last block's other rows
 // are left unset, and model_backward refuses to run after it.
-inline float model_forward(Model& model, const int* tokens, const float* targets, int rows,
+inline float model_forward(Model& model, ModelInput input, const float* targets, int rows,
                            const float* loss_mask = nullptr, bool head_row_only = false) {
     const Config& c = model.cfg;
     const Device dev = model.dev;
@@ -307,15 +377,13 @@ inline float model_forward(Model& model, const int* tokens, const float* targets
         throw std::logic_error("model_forward: " + std::to_string(rows) + " rows, but the buffers hold 1 to " +
                                std::to_string(model.B));
     model.loss_rows = 0;
-    model.head_row_only = head_row_only && c.head != HEAD_NEXT_TOKEN;
+    model.head_row_only = head_row_only && c.head != HEAD_NEXT_TOKEN && c.pool == POOL_CLS;
+    if (c.image_input() != (input.pixels != nullptr))
+        throw std::logic_error(std::string("model_forward: an ") + (c.image_input() ? "image" : "token") +
+                               " model was given " + (input.pixels ? "pixels" : "tokens"));
     Activations a = model_activations(model, B);
-    if (dev == DEVICE_GPU)
-        cudaCheck(cudaMemcpy(model.tokens, tokens, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice));
-    else memcpy(model.tokens, tokens, (size_t)BT * sizeof(int));
     const ParamTensors& p = model.params;
-    if (c.encoding == ENCODING_SCALAR)
-        scalar_embedding_forward(dev, a.encoded, model.tokens, model.token_value, p.wte, p.wval, p.wpe, B, T, C);
-    else embedding_forward(dev, a.encoded, model.tokens, p.wte, p.wpe, B, T, C);
+    input_forward(model, input, a, B);
     for (int l = 0; l < c.L; l++) {
         const BlockParams w = block_params(c, p, l);
         const BlockActivations x = block_activations(c, a, B, l);
@@ -335,7 +403,8 @@ inline float model_forward(Model& model, const int* tokens, const float* targets
     float* x_last = block_activations(c, a, B, c.L - 1).residual3;  // (B,T,C)
     const float* head_in = x_last;
     if (c.head != HEAD_NEXT_TOKEN) {
-        if (!model.head_row_only) pick_position_forward(dev, a.cls, x_last, B, T, C, c.head_position());
+        if (c.pool == POOL_MEAN) mean_pool_forward(dev, a.cls, x_last, B, T, C);
+        else if (!model.head_row_only) pick_position_forward(dev, a.cls, x_last, B, T, C, c.head_position());
         head_in = a.cls;
     }
     layernorm_forward(dev, a.lnf, a.lnf_mean, a.lnf_rstd, head_in, p.lnfw, p.lnfb, R, C);
@@ -353,7 +422,8 @@ inline float model_forward(Model& model, const int* tokens, const float* targets
         if (model.loss_count == 0) fail("the loss mask counts no position");
     }
     if (c.head != HEAD_REGRESSION)
-        crossentropy_forward(dev, a.losses, a.probs, a.logits, model.targets, row_weight, R, c.OUT);
+        crossentropy_forward(dev, a.losses, a.probs, a.logits, model.targets, row_weight, R, c.OUT,
+                             model.label_smoothing);
     else if (c.loss == LOSS_LOGISTIC) logistic_forward(dev, a.losses, a.logits, model.targets, B);
     else mse_forward(dev, a.losses, a.logits, model.targets, B);
 
@@ -393,7 +463,8 @@ inline void model_backward(Model& model, int rows) {
     const bool next_token = c.head == HEAD_NEXT_TOKEN;
     if (c.head != HEAD_REGRESSION) {
         const float* row_weight = model.loss_masked ? model.loss_mask : nullptr;
-        crossentropy_backward(dev, d.logits, a.probs, model.targets, row_weight, model.loss_count, R, c.OUT);
+        crossentropy_backward(dev, d.logits, a.probs, model.targets, row_weight, model.loss_count, R, c.OUT,
+                              model.label_smoothing);
     } else if (c.loss == LOSS_LOGISTIC) logistic_backward(dev, d.logits, a.logits, model.targets, B);
     else mse_backward(dev, d.logits, a.logits, model.targets, B);
     matmul_backward(dev, d.lnf, g.headw, g.headb, d.logits, a.lnf, p.headw, R, C, c.OUT);
@@ -401,7 +472,8 @@ inline void model_backward(Model& model, int rows) {
     float* dx_last = block_activations(c, d, B, c.L - 1).residual3;  // (B,T,C)
     layernorm_backward(dev, next_token ? dx_last : d.cls, g.lnfw, g.lnfb, d.lnf, next_token ? x_last : a.cls, p.lnfw,
                        a.lnf_mean, a.lnf_rstd, R, C);
-    if (!next_token) pick_position_backward(dev, dx_last, d.cls, B, T, C, c.head_position());
+    if (!next_token && c.pool == POOL_MEAN) mean_pool_backward(dev, dx_last, d.cls, B, T, C);
+    else if (!next_token) pick_position_backward(dev, dx_last, d.cls, B, T, C, c.head_position());
     for (int l = c.L - 1; l >= 0; l--) {
         const BlockParams w = block_params(c, p, l), dw = block_params(c, g, l);
         const BlockActivations x = block_activations(c, a, B, l), dx = block_activations(c, d, B, l);
@@ -428,9 +500,13 @@ inline void model_backward(Model& model, int rows) {
         // ln1 = layernorm(x)
         layernorm_backward(dev, dx.input, dw.ln1w, dw.ln1b, dx.ln1, x.input, w.ln1w, x.ln1_mean, x.ln1_rstd, BT, C);
     }
-    if (c.encoding == ENCODING_SCALAR)
-        scalar_embedding_backward(dev, g.wte, g.wval, g.wpe, d.encoded, model.tokens, model.token_value, B, T, C);
-    else embedding_backward(dev, g.wte, g.wpe, d.encoded, model.tokens, B, T, C);
+    input_backward(model, a, d, B);
+}
+
+// Clips the gradient of every parameter at once to the global norm max_norm (layers/clip.cuh);
+// returns the norm before clipping.
+inline double model_clip_gradients(Model& model, float max_norm) {
+    return clip_grad_norm(model.dev, model.grads_mem, model.num_params, max_norm, model.norm_scratch);
 }
 
 // One AdamW step over every parameter tensor; the mask has its own weight decay.

@@ -12,6 +12,8 @@
 enum HeadType { HEAD_REGRESSION = 0, HEAD_CLASS = 1, HEAD_NEXT_TOKEN = 2 };
 enum Encoding { ENCODING_TOKEN = 0, ENCODING_SCALAR = 1 };  // see layers/embedding.cuh
 enum LossType { LOSS_MSE = 0, LOSS_LOGISTIC = 1 };          // of the regression head
+// what a classification head reads: the CLS position, or the mean of the patch tokens (images)
+enum Pooling { POOL_CLS = 0, POOL_MEAN = 1 };
 // --prior-layers: the structured prior (the mask, or the QK inits' weights) in every layer, or
 // in layer 0 only (the other layers then have no mask and default query/key weights)
 enum PriorLayers { PRIOR_ALL_LAYERS = 0, PRIOR_FIRST_LAYER = 1 };
@@ -32,7 +34,18 @@ struct Config {
     Encoding encoding = ENCODING_TOKEN;
     std::vector<float> token_value;  // (V) scalar encoding: a token's value, 0 for none (the task's)
     LossType loss = LOSS_MSE;
+    // images (layers/patch_embedding.cuh): an input is channels x height x width pixels, cut into
+    // patch x patch squares; the sequence is CLS followed by the patches in row-major order, so
+    // T = 1 + patches(). patch = 0: a token model (V token ids), as above.
+    int channels = 0, height = 0, width = 0, patch = 0;
+    Pooling pool = POOL_CLS;
 
+    bool image_input() const { return patch > 0; }
+    int patch_rows() const { return image_input() ? height / patch : 0; }
+    int patch_cols() const { return image_input() ? width / patch : 0; }
+    int patches() const { return patch_rows() * patch_cols(); }
+    int patch_size() const { return channels * patch * patch; }  // floats of one flattened patch
+    int image_size() const { return channels * height * width; }  // floats of one image
     int qkv_width() const { return 3 * NH * HS; }   // one row of the qkv projection: q, k, v of every head
     int attention_width() const { return NH * HS; }  // the heads' outputs side by side
     // the layers that carry the prior: 0 .. prior_layer_count() - 1
@@ -49,7 +62,10 @@ struct Config {
 // parameters: one struct of pointers, four instances (params, grads, AdamW m and v)
 
 struct ParamTensors {
-    float* wte;       // (V,C)
+    float* wte;       // (V,C)  token models only
+    float* patchw;    // (C, channels·patch·patch)  image models only: the patch embedding, a Conv2d's weight
+    float* patchb;    // (C)  image models only
+    float* cls;       // (C)  image models only: the CLS token's embedding
     float* wval;      // (C)  scalar encoding only: a valued token is value * wval
     float* wpe;       // (T,C)
     float* ln1w;      // (L,C)
@@ -88,6 +104,9 @@ inline std::vector<TensorInfo> param_layout(const Config& c) {
                                                           : std::vector<int64_t>{c.NH, c.T, c.T};
     std::vector<TensorInfo> t = {
         {"wte", &ParamTensors::wte, false, {c.V, c.C}},
+        {"patch.weight", &ParamTensors::patchw, false, {c.C, c.patch_size()}},
+        {"patch.bias", &ParamTensors::patchb, false, {c.C}},
+        {"cls", &ParamTensors::cls, false, {c.C}},
         {"wval", &ParamTensors::wval, false, {c.C}},
         {"wpe", &ParamTensors::wpe, false, {c.T, c.C}},
         {"h.%d.ln1.weight", &ParamTensors::ln1w, true, {c.C}},
@@ -116,6 +135,9 @@ inline std::vector<TensorInfo> param_layout(const Config& c) {
         info.slices = info.field == &ParamTensors::mask ? mask_slices : info.per_layer ? c.L : 1;
         if (info.slices == 0) info.numel = 0;
         if (info.field == &ParamTensors::wval && c.encoding != ENCODING_SCALAR) info.numel = 0;
+        const bool image_only = info.field == &ParamTensors::patchw || info.field == &ParamTensors::patchb ||
+                                info.field == &ParamTensors::cls;
+        if ((image_only && !c.image_input()) || (info.field == &ParamTensors::wte && c.image_input())) info.numel = 0;
         info.offset = offset;
         offset += info.numel * info.slices;
     }

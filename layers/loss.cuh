@@ -91,16 +91,19 @@ inline void logistic_backward(Device dev, float* dpred, const float* pred, const
 }
 
 // ----------------------------------------------------------------------------
-// Softmax cross-entropy over V classes per row, on the rows that count:
-//   p = softmax(logits[n,:]),  losses[n] = -log p[y_n] * w_n,   L = sum_n losses[n] / count
-//   w_n = row_weight[n] (0 or 1; nullptr means every row counts), count = sum_n w_n
+// Softmax cross-entropy over V classes per row, on the rows that count, with label smoothing ε
+// (PyTorch's label_smoothing; ε = 0 is the plain cross-entropy):
+//   p = softmax(logits[n,:]),  q_v = (1 - ε) [v == y_n] + ε / V   (the target distribution)
+//   losses[n] = -sum_v q_v log p[v] * w_n = ((1 - ε) (-log p[y_n]) + ε (-1/V sum_v log p[v])) * w_n
+//   L = sum_n losses[n] / count,   w_n = row_weight[n] (0 or 1; nullptr: every row counts), count = sum_n w_n
 // A row with w_n = 0 gets loss 0 without evaluating the log: its p[y_n] may underflow to 0,
-// and -log(0) * 0 would be inf * 0 = NaN.
-// backward: dlogits[n,v] += (p[v] - [v == y_n]) * w_n / count
+// and -log(0) * 0 would be inf * 0 = NaN. The smoothing term is summed as log-softmax,
+// -1/V sum_v log p[v] = log(sum_v e^(z_v - zmax)) - 1/V sum_v (z_v - zmax), finite where a p[v] underflows.
+// backward of losses[n] = -sum_v q_v log p[v] * w_n:  dlogits[n,v] += (p[v] - q_v) * w_n / count
 
 template <typename F>
 void crossentropy_forward_cpu(F* losses, F* probs, const F* logits, const float* targets,
-                              const float* row_weight, int N, int V) {
+                              const float* row_weight, int N, int V, float smoothing = 0.0f) {
     // losses (N), probs (N,V), logits (N,V), targets (N), row_weight (N) or nullptr
     #pragma omp parallel for if (worth_threads((size_t)N * V * 8))
     for (int n = 0; n < N; n++) {
@@ -112,24 +115,36 @@ void crossentropy_forward_cpu(F* losses, F* probs, const F* logits, const float*
         for (int v = 0; v < V; v++) { p[v] = std::exp(z[v] - zmax); sum += p[v]; }
         for (int v = 0; v < V; v++) p[v] /= sum;
         F w = row_weight ? F(row_weight[n]) : F(1);
-        losses[n] = w == F(0) ? F(0) : -std::log(p[(int)targets[n]]) * w;
+        F nll = -std::log(p[(int)targets[n]]);
+        if (smoothing != 0.0f) {
+            F mean_shifted = 0;  // 1/V sum_v (z_v - zmax)
+            for (int v = 0; v < V; v++) mean_shifted += z[v] - zmax;
+            mean_shifted /= F(V);
+            nll = (F(1) - F(smoothing)) * nll + F(smoothing) * (std::log(sum) - mean_shifted);
+        }
+        losses[n] = w == F(0) ? F(0) : nll * w;
     }
 }
 
 template <typename F>
 void crossentropy_backward_cpu(F* dlogits, const F* probs, const float* targets, const float* row_weight,
-                               float count, int N, int V) {
+                               float count, int N, int V, float smoothing = 0.0f) {
     // dlogits (N,V), probs (N,V), targets (N), row_weight (N) or nullptr
+    // q_v: 1 - ε + ε/V on the target, ε/V elsewhere (exactly 1 and 0 when ε = 0)
+    const F q_off = F(smoothing) / F(V), q_target = (F(1) - F(smoothing)) + q_off;
     #pragma omp parallel for if (worth_threads((size_t)N * V * 8))
     for (int n = 0; n < N; n++) {
         F scale = (row_weight ? F(row_weight[n]) : F(1)) / F(count);
-        for (int v = 0; v < V; v++)
-            dlogits[(size_t)n * V + v] += (probs[(size_t)n * V + v] - F(v == (int)targets[n])) * scale;
+        for (int v = 0; v < V; v++) {
+            F q = v == (int)targets[n] ? q_target : q_off;
+            dlogits[(size_t)n * V + v] += (probs[(size_t)n * V + v] - q) * scale;
+        }
     }
 }
 
 __global__ void crossentropy_forward_kernel1(float* losses, float* probs, const float* logits,
-                                             const float* targets, const float* row_weight, int N, int V) {
+                                             const float* targets, const float* row_weight, int N, int V,
+                                             float smoothing = 0.0f) {
     int n = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per row
     if (n >= N) return;
     const float* z = logits + (size_t)n * V;
@@ -140,28 +155,40 @@ __global__ void crossentropy_forward_kernel1(float* losses, float* probs, const 
     for (int v = 0; v < V; v++) { p[v] = expf(z[v] - zmax); sum += p[v]; }
     for (int v = 0; v < V; v++) p[v] /= sum;
     float w = row_weight ? row_weight[n] : 1.0f;
-    losses[n] = w == 0.0f ? 0.0f : -logf(p[(int)targets[n]]) * w;
+    float nll = -logf(p[(int)targets[n]]);
+    if (smoothing != 0.0f) {
+        float mean_shifted = 0;  // 1/V sum_v (z_v - zmax)
+        for (int v = 0; v < V; v++) mean_shifted += z[v] - zmax;
+        mean_shifted /= (float)V;
+        nll = (1.0f - smoothing) * nll + smoothing * (logf(sum) - mean_shifted);
+    }
+    losses[n] = w == 0.0f ? 0.0f : nll * w;
 }
 
 __global__ void crossentropy_backward_kernel1(float* dlogits, const float* probs, const float* targets,
-                                              const float* row_weight, float count, int N, int V) {
+                                              const float* row_weight, float count, int N, int V,
+                                              float smoothing = 0.0f) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // over N*V
     if (idx >= (size_t)N * V) return;
     int n = (int)(idx / V), v = (int)(idx % V);
     float scale = (row_weight ? row_weight[n] : 1.0f) / count;
-    dlogits[idx] += (probs[idx] - (v == (int)targets[n] ? 1.0f : 0.0f)) * scale;
+    float q_off = smoothing / (float)V, q_target = (1.0f - smoothing) + q_off;
+    dlogits[idx] += (probs[idx] - (v == (int)targets[n] ? q_target : q_off)) * scale;
 }
 
 inline void crossentropy_forward(Device dev, float* losses, float* probs, const float* logits,
-                                 const float* targets, const float* row_weight, int N, int V) {
-    if (dev == DEVICE_CPU) return crossentropy_forward_cpu(losses, probs, logits, targets, row_weight, N, V);
+                                 const float* targets, const float* row_weight, int N, int V,
+                                 float smoothing = 0.0f) {
+    if (dev == DEVICE_CPU)
+        return crossentropy_forward_cpu(losses, probs, logits, targets, row_weight, N, V, smoothing);
     launch_kernel<crossentropy_forward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, losses, probs, logits, targets,
-                                                row_weight, N, V);
+                                                row_weight, N, V, smoothing);
 }
 
 inline void crossentropy_backward(Device dev, float* dlogits, const float* probs, const float* targets,
-                                  const float* row_weight, float count, int N, int V) {
-    if (dev == DEVICE_CPU) return crossentropy_backward_cpu(dlogits, probs, targets, row_weight, count, N, V);
+                                  const float* row_weight, float count, int N, int V, float smoothing = 0.0f) {
+    if (dev == DEVICE_CPU)
+        return crossentropy_backward_cpu(dlogits, probs, targets, row_weight, count, N, V, smoothing);
     launch_kernel<crossentropy_backward_kernel1>(ceil_div((size_t)N * V, BLOCK), BLOCK, 0, dlogits, probs, targets,
-                                                 row_weight, count, N, V);
+                                                 row_weight, count, N, V, smoothing);
 }

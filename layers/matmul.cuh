@@ -10,7 +10,8 @@
 // gemm_accumulate (layers/gemm_cpu.h), which keeps that order and so gives the same bits, fast;
 // the tests hold the two to exact equality. GPU: cuBLAS, with the row-major reasoning written
 // out once below, and a small kernel for the bias gradient.
-// bias may be nullptr (no bias), and so may dbias.
+// bias may be nullptr (no bias), and so may dbias; dinp may be nullptr where the input needs no
+// gradient (the patch embedding's input is the image).
 #pragma once
 #include <vector>
 #include "layers/common.cuh"  // Device, ceil_div, BLOCK, cudaCheck, cublasCheck, cublas_handle
@@ -35,13 +36,15 @@ template <typename F>
 void matmul_backward_cpu_reference(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
                                    int N, int C, int OC) {
     // dinp (N,C), dweight (OC,C), dbias (OC), dout (N,OC), inp (N,C), weight (OC,C)
-    #pragma omp parallel for if (worth_threads((size_t)N * C * OC))
-    for (int n = 0; n < N; n++) {
-        F* dx = dinp + (size_t)n * C;
-        for (int o = 0; o < OC; o++) {
-            F g = dout[(size_t)n * OC + o];
-            const F* w = weight + (size_t)o * C;
-            for (int c = 0; c < C; c++) dx[c] += g * w[c];
+    if (dinp) {
+        #pragma omp parallel for if (worth_threads((size_t)N * C * OC))
+        for (int n = 0; n < N; n++) {
+            F* dx = dinp + (size_t)n * C;
+            for (int o = 0; o < OC; o++) {
+                F g = dout[(size_t)n * OC + o];
+                const F* w = weight + (size_t)o * C;
+                for (int c = 0; c < C; c++) dx[c] += g * w[c];
+            }
         }
     }
     // each thread owns whole rows of dweight and sums over n in order
@@ -74,7 +77,7 @@ void matmul_forward_cpu(F* out, const F* inp, const F* weight, const F* bias, in
 template <typename F>
 void matmul_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
                          int N, int C, int OC) {
-    gemm_accumulate<F>(dinp, C, {dout, (size_t)OC, 1}, {weight, (size_t)C, 1}, N, C, OC);
+    if (dinp) gemm_accumulate<F>(dinp, C, {dout, (size_t)OC, 1}, {weight, (size_t)C, 1}, N, C, OC);
     gemm_accumulate<F>(dweight, C, {dout, 1, (size_t)OC}, {inp, (size_t)C, 1}, OC, C, N);
     if (!dbias) return;
     std::vector<F> db(OC, F(0));  // each channel's sum over n, in order (lanes across o), added once
@@ -130,8 +133,9 @@ inline void matmul_forward_gpu(float* out, const float* inp, const float* weight
 inline void matmul_backward_gpu(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                                 const float* weight, int N, int C, int OC) {
     const float one = 1.0f;  // beta = 1: accumulate into the gradients
-    cublasCheck(cublasSgemm(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, &one, weight, C, dout, OC,
-                            &one, dinp, C));
+    if (dinp)
+        cublasCheck(cublasSgemm(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, &one, weight, C, dout, OC,
+                                &one, dinp, C));
     cublasCheck(cublasSgemm(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, &one, inp, C, dout, OC,
                             &one, dweight, C));
     if (dbias) {

@@ -5,6 +5,9 @@
 //            Scalar encoding: wval ~ N(0, 1), drawn after everything else, and the wte rows of
 //            valued tokens 0 (unused, they get no gradient and stay 0); so for one seed every
 //            other weight is the same under both encodings.
+//            Images, as the impulse init's authors train a ViT (timm, weight_init=skip): the
+//            patch embedding and every Linear keep U(±1/sqrt(fan_in)) (a Conv2d's default is the
+//            same bound, fan_in = channels·P·P); position embedding N(0, 0.02²); CLS token 0.
 //   mask:    default, then M_ij = +c where G_ij = 1 and -c elsewhere.
 //   qk-svd:  default, then Wq, Wk of each head set in closed form so that the first attention's
 //            logits are c·G (pseudo-inverse + truncated SVD); q, k biases 0. No mask.
@@ -40,6 +43,10 @@ inline void init_default(const Config& c, float* params, Rng& rng) {
         const std::string& name = info.name;
         if (info.field == &ParamTensors::wval) {
             continue;  // below, last
+        } else if (info.field == &ParamTensors::cls) {
+            for (size_t i = 0; i < n; i++) p[i] = 0.0f;
+        } else if (name == "wpe" && c.image_input()) {
+            for (size_t i = 0; i < n; i++) p[i] = 0.02f * rng.normal();
         } else if (name == "wte" || name == "wpe") {
             for (size_t i = 0; i < n; i++) p[i] = rng.normal();
         } else if (name.find("ln") != std::string::npos) {  // ln1, ln2, ln_f
@@ -88,8 +95,24 @@ struct AttentionInputs {
     std::vector<int> position;  // (n) the position of each distinct row
 };
 
-inline AttentionInputs first_attention_inputs(Model& model, const std::vector<int>& tokens, int N) {
-    // tokens (N,T): sample training examples
+// Images: the distinct rows are the positions alone, ln1(wpe[t]) of layer 0, with the CLS
+// token's embedding added at t = 0: an image's pixels vary without end, so E describes where a
+// patch is, not what it shows (as the impulse init's Pe does). host: the parameters.
+inline Matrix position_rows(const Config& c, const std::vector<float>& host) {
+    const ParamTensors p = param_bind(c, const_cast<float*>(host.data()));
+    Matrix E(c.T, c.C);
+    std::vector<double> x(c.C);
+    for (int t = 0; t < c.T; t++) {
+        double mean = 0, var = 0;
+        for (int i = 0; i < c.C; i++) mean += (x[i] = p.wpe[(size_t)t * c.C + i] + (t == 0 ? p.cls[i] : 0.0f)) / c.C;
+        for (int i = 0; i < c.C; i++) var += (x[i] - mean) * (x[i] - mean) / c.C;
+        for (int i = 0; i < c.C; i++) E(t, i) = (x[i] - mean) / std::sqrt(var + 1e-5) * p.ln1w[i] + p.ln1b[i];
+    }
+    return E;
+}
+
+inline AttentionInputs first_attention_inputs(Model& model, ModelInput samples, int N) {
+    // samples: N training examples (tokens (N,T) or pixels (N, channels, H, W))
     const Config& c = model.cfg;
     const int T = c.T, C = c.C;
     AttentionInputs E;
@@ -97,14 +120,19 @@ inline AttentionInputs first_attention_inputs(Model& model, const std::vector<in
     E.x.resize((size_t)N * T * C);
     for (int start = 0; start < N; start += model.B) {
         int rows = std::min(model.B, N - start);
-        model_forward(model, tokens.data() + (size_t)start * T, nullptr, rows);  // no loss
+        model_forward(model, samples.from(start, c), nullptr, rows);  // no loss
         buffer_copy(E.x.data() + (size_t)start * T * C, DEVICE_CPU, model_activations(model, rows).ln1, model.dev,
                     (size_t)rows * T * C);  // layer 0's slice comes first
+    }
+    if (c.image_input()) {
+        E.distinct = position_rows(c, model_download(model, model.params_mem));
+        for (int t = 0; t < T; t++) E.position.push_back(t);
+        return E;
     }
     std::vector<int> seen;  // (position, token) pairs already taken, as position * V + token
     std::vector<float> rows;
     for (int r = 0; r < N * T; r++) {
-        int key = (r % T) * c.V + tokens[r];
+        int key = (r % T) * c.V + samples.tokens[r];
         if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
         seen.push_back(key);
         E.position.push_back(r % T);
@@ -239,28 +267,36 @@ inline QkFit init_qk_opt(Model& model, float* params, const AttentionInputs& E, 
 // look like: Wq^T Wk ≈ 0.7 Z + 0.7 I (attend to yourself, plus noise) and Wv^T Wo_h^T ≈
 // 0.4 Z' - 0.4 I, with Z, Z' ~ N(0, 1/C) (C,C), each factored by its rank-HS truncated SVD.
 // Wo_h (C,HS) is head h's block of columns of the output projection. q, k biases are set to 0.
-inline void init_mimetic(const Config& c, float* params, Rng& rng) {
-    const ParamTensors p = param_bind(c, params);
+// Head h's value rows and output-projection columns in layer l, as init_mimetic sets them:
+// Wv^T Wo_h^T ≈ 0.4 Z' - 0.4 I, Z' ~ N(0, 1/C), by its rank-HS truncated SVD.
+inline void set_mimetic_value_output(const Config& c, float* params, int l, int h, Rng& rng) {
     const int C = c.C, AW = c.attention_width();
+    Matrix vo(C, C);
+    for (int i = 0; i < C; i++)
+        for (int j = 0; j < C; j++) vo(i, j) = 0.4 * rng.normal() / std::sqrt((double)C) - (i == j ? 0.4 : 0);
+    Matrix Wv, WoT;  // (HS,C) each
+    low_rank_factors(vo, c.HS, Wv, WoT);
+    const BlockParams block = block_params(c, param_bind(c, params), l);
+    float* wv = block.qkvw + (size_t)(2 * AW + h * c.HS) * C;  // (HS,C) head h's value rows
+    float* wo = block.attprojw;                                 // (C,NH·HS)
+    for (int d = 0; d < c.HS; d++)
+        for (int i = 0; i < C; i++) {
+            wv[(size_t)d * C + i] = (float)Wv(d, i);
+            wo[(size_t)i * AW + h * c.HS + d] = (float)WoT(d, i);
+        }
+}
+
+inline void init_mimetic(const Config& c, float* params, Rng& rng) {
+    const int C = c.C;
     for (int l = 0; l < c.L; l++)
         for (int h = 0; h < c.NH; h++) {
-            Matrix qk(C, C), vo(C, C);
+            Matrix qk(C, C);
             for (int i = 0; i < C; i++)
                 for (int j = 0; j < C; j++) qk(i, j) = 0.7 * rng.normal() / std::sqrt((double)C) + (i == j ? 0.7 : 0);
-            for (int i = 0; i < C; i++)
-                for (int j = 0; j < C; j++) vo(i, j) = 0.4 * rng.normal() / std::sqrt((double)C) - (i == j ? 0.4 : 0);
-            Matrix Wq, Wk, Wv, WoT;
+            Matrix Wq, Wk;
             low_rank_factors(qk, c.HS, Wq, Wk);
             set_query_key(c, params, l, h, Wq, Wk);
-            low_rank_factors(vo, c.HS, Wv, WoT);
-            const BlockParams block = block_params(c, p, l);
-            float* wv = block.qkvw + (size_t)(2 * AW + h * c.HS) * C;  // (HS,C) head h's value rows
-            float* wo = block.attprojw;                                 // (C,NH·HS)
-            for (int d = 0; d < c.HS; d++)
-                for (int i = 0; i < C; i++) {
-                    wv[(size_t)d * C + i] = (float)Wv(d, i);
-                    wo[(size_t)i * AW + h * c.HS + d] = (float)WoT(d, i);
-                }
+            set_mimetic_value_output(c, params, l, h, rng);
         }
 }
 
@@ -272,12 +308,12 @@ struct InitCheck {
     double mean_abs_diff = 0, max_abs_diff = 0;  // |A - P| over all entries
 };
 
-inline InitCheck init_check(Model& model, const std::vector<int>& tokens, int N, const Structure& G, float mask_c) {
+inline InitCheck init_check(Model& model, ModelInput samples, int N, const Structure& G, float mask_c) {
     // tokens (N,T): sample examples; the first min(N, B) are used
     const Config& c = model.cfg;
     const int rows = std::min(N, model.B), T = c.T;
     std::vector<float> att((size_t)rows * c.NH * T * T), pattern(att.size());
-    model_forward(model, tokens.data(), nullptr, rows);  // the attention only, no loss
+    model_forward(model, samples, nullptr, rows);  // the attention only, no loss
     buffer_copy(att.data(), DEVICE_CPU, model_activations(model, rows).att, model.dev, att.size());  // layer 0
     InitCheck check;
     for (int h = 0; h < c.NH; h++) {

@@ -5,7 +5,8 @@
 //   checkpoint_load: the reverse, refusing (InputError) a file whose config or shapes differ;
 //   dump_state:      parameters, one batch, its loss and every gradient ("grad.<name>"),
 //                    so an outside reference (tests/torch_reference.py) can check the backward;
-//                    under scalar encoding also the table "token_values" (V).
+//                    under scalar encoding also the table "token_values" (V); for an image
+//                    model the batch's normalised pixels are its "batch.inputs".
 #pragma once
 #include <algorithm>
 #include <cstdlib>
@@ -34,6 +35,12 @@ inline void add_tensors(StFile& file, const Config& c, const std::vector<float>&
     }
 }
 
+// An image model's input shape, "channels x height x width" ("3x32x32"), or "none".
+inline std::string image_text(const Config& c) {
+    if (!c.image_input()) return "none";
+    return std::to_string(c.channels) + "x" + std::to_string(c.height) + "x" + std::to_string(c.width);
+}
+
 // The keys are the checkpoint format's and keep their meaning: "mask_layers" is
 // --prior-layers, all or first.
 inline Metadata config_metadata(const Config& c) {
@@ -46,11 +53,14 @@ inline Metadata config_metadata(const Config& c) {
             {"mask_layers", c.prior_layers == PRIOR_FIRST_LAYER ? "first" : "all"},
             {"head_type", c.head == HEAD_REGRESSION ? "regression" : c.head == HEAD_CLASS ? "class" : "next_token"},
             {"encoding", c.encoding == ENCODING_SCALAR ? "scalar" : "token"},
-            {"loss", c.loss == LOSS_LOGISTIC ? "logistic" : "mse"}};
+            {"loss", c.loss == LOSS_LOGISTIC ? "logistic" : "mse"},
+            {"image", image_text(c)},           {"patch", std::to_string(c.patch)},
+            {"pool", c.pool == POOL_MEAN ? "mean" : "cls"}};
 }
 
 // Keys added after the first checkpoints were written, and what a file without them means.
-static const Metadata METADATA_ADDED_LATER = {{"encoding", "token"}, {"loss", "mse"}, {"mask_layers", "all"}};
+static const Metadata METADATA_ADDED_LATER = {{"encoding", "token"}, {"loss", "mse"},  {"mask_layers", "all"},
+                                              {"image", "none"},     {"patch", "0"},    {"pool", "cls"}};
 
 // extra: task, init, seed, step, ... (strings) added to the metadata.
 inline void checkpoint_save(const std::string& path, const Config& c, const TrainingState& state,
@@ -101,10 +111,12 @@ inline TrainingState checkpoint_load(const std::string& path, const Config& c, M
     return state;
 }
 
-// One batch of a forward and backward pass, for --dump-state: tokens (rows,T); targets (rows)
-// or, for the next-token head, (rows,T); loss_mask (rows,T) or empty (every position counts).
+// One batch of a forward and backward pass, for --dump-state: tokens (rows,T) or, for an image
+// model, pixels (rows, channels, H, W); targets (rows) or, for the next-token head, (rows,T);
+// loss_mask (rows,T) or empty (every position counts).
 struct DumpedBatch {
     const std::vector<int>& tokens;
+    const std::vector<float>& pixels;
     const std::vector<float>& targets;
     const std::vector<float>& loss_mask;
     int rows;
@@ -120,7 +132,8 @@ inline void dump_state(const std::string& path, const Config& c, const std::vect
     add_tensors(file, c, params, "");
     add_tensors(file, c, grads, "grad.");
     std::vector<float> inputs(batch.tokens.begin(), batch.tokens.end());  // token ids as float32
-    file.add("batch.inputs", {batch.rows, c.T}, inputs.data());
+    if (c.image_input()) file.add("batch.inputs", {batch.rows, c.channels, c.height, c.width}, batch.pixels.data());
+    else file.add("batch.inputs", {batch.rows, c.T}, inputs.data());
     if (c.head == HEAD_NEXT_TOKEN) file.add("batch.targets", {batch.rows, c.T}, batch.targets.data());
     else file.add("batch.targets", {batch.rows}, batch.targets.data());
     if (!batch.loss_mask.empty()) file.add("batch.loss_mask", {batch.rows, c.T}, batch.loss_mask.data());

@@ -22,18 +22,25 @@ struct Evaluation {
     double loss = 0;
 };
 
-// Runs the whole evaluation set through the model, B rows at a time. Next-token tasks are
+// What the model reads of a batch: its pixels (image tasks) or its token ids.
+inline ModelInput batch_input(const Batch& batch) {
+    return batch.image_input ? ModelInput(batch.pixels.data()) : ModelInput(batch.tokens.data());
+}
+
+// Runs the whole evaluation set through the model, B rows at a time, handing the outputs to the
+// task's Scorer batch by batch. Next-token tasks are
 // scored on their greedy decoding (tasks/decode.h): the model writes its answer token by token
 // from the prompt alone; loss and attention come from the teacher-forced pass on the true
 // sequence, as in training. positions (T): the loss mask of one example, or empty.
 inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, const PersistenceReference& ref,
                            const std::vector<float>& positions) {
     const Config& c = model.cfg;
-    const int n = task.eval_size(), P = task.targets_per_example();
+    const int n = task.eval_size();
     const size_t TT = (size_t)c.T * c.T;
     const std::vector<int> decode_at = task.decode_positions();
     const int per_example = task.next_token ? (int)decode_at.size() : c.OUT;
-    std::vector<float> outputs((size_t)n * per_example);  // (n, per_example): the head, or the decoded tokens
+    std::vector<float> outputs((size_t)model.B * per_example);  // (rows, per_example): the head, or decoded tokens
+    const std::unique_ptr<Scorer> scorer = task.scorer();
     std::vector<float> att((size_t)model.B * c.NH * TT);  // (rows,NH,T,T) one layer's A
     Evaluation ev;
     ev.prior_mass.assign(c.L, 0.0);
@@ -42,12 +49,10 @@ inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, c
     batch.shape(task, model.B, positions);
     for (int start = 0; start < n; start += model.B) {
         int rows = std::min(model.B, n - start);
-        for (int r = 0; r < rows; r++)
-            task.eval_example(start + r, &batch.tokens[(size_t)r * c.T], &batch.targets[(size_t)r * P]);
-        ev.loss += model_forward(model, batch.tokens.data(), batch.targets.data(), rows, batch.mask(), true) * rows;
+        for (int r = 0; r < rows; r++) task.eval_example(start + r, batch.slot(task, r));
+        ev.loss += model_forward(model, batch_input(batch), batch.targets.data(), rows, batch.mask(), true) * rows;
         Activations a = model_activations(model, rows);
-        if (!task.next_token)
-            buffer_copy(outputs.data() + (size_t)start * c.OUT, DEVICE_CPU, a.logits, model.dev, (size_t)rows * c.OUT);
+        if (!task.next_token) buffer_copy(outputs.data(), DEVICE_CPU, a.logits, model.dev, (size_t)rows * c.OUT);
         for (int l = 0; l < c.L; l++) {
             size_t per_layer = (size_t)rows * c.NH * TT;
             buffer_copy(att.data(), DEVICE_CPU, a.att + l * per_layer, model.dev, per_layer);
@@ -65,20 +70,89 @@ inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, c
             std::vector<int> decoded;
             // blank token 0: under causal attention an input is decoded before any position reads it
             greedy_decode(next_logits, batch.tokens.data(), rows, c.T, c.V, decode_at, 0, decoded);
-            for (size_t k = 0; k < decoded.size(); k++) outputs[(size_t)start * per_example + k] = (float)decoded[k];
+            for (size_t k = 0; k < decoded.size(); k++) outputs[k] = (float)decoded[k];
         }
+        scorer->add(start, rows, outputs.data());
     }
     for (double& m : ev.prior_mass) m /= n;
     for (double sum : attention_sum) ev.mean_attention.push_back((float)(sum / n));
     ev.loss /= n;
-    ev.metrics = task.evaluate(outputs);
+    ev.metrics = scorer->metrics();
     ev.persistence = persistence_metrics(model, ref);
     return ev;
 }
 
+// Top-1 accuracy on the training batches since the last evaluation, for a classification head
+// (on the augmented images the model trained on, as ViT training logs report it), read from the
+// logits the training forward pass left: one copy of (B, classes) floats per step.
+struct TrainAccuracy {
+    int64_t correct = 0, seen = 0;
+    std::vector<float> logits;  // (B, classes)
+    void add(const Model& model, const Batch& batch) {
+        const Config& c = model.cfg;
+        if (c.head != HEAD_CLASS) return;
+        logits.resize((size_t)batch.rows * c.OUT);
+        buffer_copy(logits.data(), DEVICE_CPU, model_activations(model, batch.rows).logits, model.dev, logits.size());
+        for (int b = 0; b < batch.rows; b++) {
+            const float* row = &logits[(size_t)b * c.OUT];
+            correct += std::max_element(row, row + c.OUT) - row == (int)batch.targets[b];
+            seen++;
+        }
+    }
+    // adds "train_acc" to the evaluation's metrics (when a batch was seen since the last), and
+    // starts counting again
+    void report(Evaluation& ev) {
+        if (seen > 0) ev.metrics.push_back({"train_acc", (double)correct / seen});
+        correct = seen = 0;
+    }
+};
+
+// For an image task: evaluation image 0 beside, in each layer, the attention (mean over heads)
+// of the CLS token and of the centre patch over the patch grid: attention_image_<tag>.png.
+inline void write_image_attention_picture(const std::string& dir, const std::string& tag, Model& model,
+                                          const Task& task) {
+    const Config& c = model.cfg;
+    const int T = c.T, rows = c.patch_rows(), cols = c.patch_cols();
+    Batch one;
+    one.shape(task, 1, {});
+    task.eval_example(0, one.slot(task, 0));
+    model_forward(model, batch_input(one), nullptr, 1);  // the attention only, no loss
+    std::vector<float> att((size_t)c.L * c.NH * T * T);  // (L,1,NH,T,T) every layer's A for the one image
+    buffer_copy(att.data(), DEVICE_CPU, model_activations(model, 1).att, model.dev, att.size());
+    ImageAttention p;
+    p.channels = c.channels;
+    p.height = c.height;
+    p.width = c.width;
+    p.grid_rows = rows;
+    p.grid_cols = cols;
+    p.layers = c.L;
+    p.maps_per_layer = 2;
+    const int queries[2] = {0, 1 + (rows / 2) * cols + cols / 2};  // CLS, and the patch at the centre
+    for (int l = 0; l < c.L; l++)
+        for (int query : queries)
+            for (int key = 1; key < T; key++) {
+                double mean = 0;
+                for (int h = 0; h < c.NH; h++) mean += att[(((size_t)l * c.NH + h) * T + query) * T + key] / c.NH;
+                p.maps.push_back((float)mean);
+            }
+    // the normalised image, stretched back into [0, 1] per channel for the eye
+    const size_t plane = (size_t)c.height * c.width;
+    for (int ch = 0; ch < c.channels; ch++) {
+        const float* x = one.pixels.data() + ch * plane;
+        const float lo = *std::min_element(x, x + plane), hi = *std::max_element(x, x + plane);
+        for (size_t k = 0; k < plane; k++) p.image.push_back(hi > lo ? (x[k] - lo) / (hi - lo) : 0.5f);
+    }
+    write_image_attention(dir + "/attention_image_" + tag + ".png", p);
+    printf("wrote %s/attention_image_%s.png (test image 0; per layer, the attention of CLS and of the centre patch)\n",
+           dir.c_str(), tag.c_str());
+}
+
 // The pictures of one moment of the run (tag: step0 or final): each layer's mean attention
-// map and, where there is a mask, log σ(M); rows are layers, columns heads.
-inline void write_pictures(const std::string& dir, const std::string& tag, const Model& model, const Evaluation& ev) {
+// map and, where there is a mask, log σ(M); rows are layers, columns heads. Image tasks also
+// get write_image_attention_picture.
+inline void write_pictures(const std::string& dir, const std::string& tag, Model& model, const Evaluation& ev,
+                           const Task& task) {
+    if (task.image_input()) write_image_attention_picture(dir, tag, model, task);
     const Config& c = model.cfg;
     Heatmap att;
     att.T = c.T;

@@ -31,17 +31,35 @@ struct Options {
     int64_t qk_opt_steps = 2000;
     int64_t eval_every = 500, log_every = 0;
     std::string out, save, resume, dump_state;
+    // images
+    std::string data_dir;
+    int patch = 4, mask_window = 3, crop_pad = 4, resize = 0;
+    bool flip = true, coarse_labels = false;
+    std::string pool = "cls";
+    // the training recipe; the defaults depend on the task family (resolve_recipe below)
+    std::string schedule;        // constant | cosine
+    int64_t warmup = -1;         // steps of linear warmup; -1: the default (setup.cuh: warmup_steps)
+    float min_lr = 0.0f;         // the cosine's end, a fraction of --lr
+    float clip_grad = -1;        // global gradient-norm clip; 0: none
+    float label_smoothing = -1;  // cross-entropy's
+    bool wd_given = false;
 };
+
+inline bool is_image_task(const std::string& task) {
+    return task == "fashion-mnist" || task == "cifar10" || task == "cifar100" || task == "images";
+}
 
 static const char* USAGE = R"(usage: maskprior [flags]
 Trains a small transformer whose attention carries a learnable mask log σ(M).
 
 task and init
   --task NAME         2parity | maj3 | cyclic3 (Boolean GOTU tasks) |
-                      add3 | mul2 (arithmetic, a causal decoder)       (maj3)
+                      add3 | mul2 (arithmetic, a causal decoder) |
+                      fashion-mnist | cifar10 | cifar100 | images (a ViT) (maj3)
   --init NAME         default (no mask) | mask (M = ±c from the task's G) |
                       qk-svd | qk-opt (the same prior in Wq, Wk; no mask) |
-                      mimetic (Wq^T Wk ≈ 0.7 Z + 0.7 I; no G)           (default)
+                      mimetic (Wq^T Wk ≈ 0.7 Z + 0.7 I; no G) |
+                      impulse (images: each head a 3x3 conv offset)      (default)
   --mask-c C          prior strength c: mask ±c; qk-* target logits c·G (6)
   --mask-per-head     one M per head instead of one per layer shared by heads
   --mask-structure F  G from a text file instead of the task's: T×T (or
@@ -61,6 +79,19 @@ arithmetic data
   --max-test N        held-out test pairs when there is no test file (10000)
   --loss-on W         answer | all: the positions the next-token loss counts
                       (answer)
+images (a Vision Transformer: CLS + patches)
+  --data-dir DIR      the data: fashion-mnist: the four IDX files (MNIST's
+                      names, .gz or raw; /usr/share/datasets/fashion-mnist);
+                      cifar10 | cifar100: the official binary version's
+                      folder; images: DIR/train/<class>/*, DIR/test/<class>/*
+  --patch P           patch side; must divide the image's sides         (4)
+  --pool W            cls | mean: the head reads CLS or the patches' mean (cls)
+  --mask-window K     G: a patch sees the K x K patches around it (odd)   (3)
+  --crop-pad N        random crop with N pixels of padding; 0: none      (4)
+  --no-flip           no random horizontal flip
+  --resize N          images: resize every image to N x N (else all must
+                      have the first image's size)
+  --coarse-labels     cifar100: the 20 coarse classes, not the 100 fine
 model
   --width C           residual width                                   (32)
   --layers L          transformer blocks                               (2)
@@ -78,8 +109,16 @@ training
   --loss L            regression loss: mse | logistic (log(1 + exp(-y ŷ))
                       on ±1 targets)                                   (mse)
   --lr LR             learning rate                                    (1e-3)
-  --wd WD             weight decay, all weights but the mask           (1e-3)
+  --wd WD             weight decay, all weights but the mask
+                                                    (images: 0.05; else 1e-3)
   --mask-wd WD        weight decay of the mask                         (0)
+  --schedule S        constant | cosine (linear warmup, then cosine decay
+                      to --min-lr · lr)         (images: cosine; else constant)
+  --warmup N          warmup steps                 (images: steps/20; else 0)
+  --min-lr F          the cosine's end as a fraction of --lr           (0)
+  --clip-grad X       clip the global gradient norm to X; 0: no clipping
+                                                        (images: 1; else 0)
+  --label-smoothing E cross-entropy with smoothed targets (images: 0.1; else 0)
   --seed S            fixes init, data order and so the whole run      (1)
   --device D          auto | cpu | cuda (auto: the GPU if there is one) (auto)
   --tf32              allow TF32 matmuls on the GPU (off: plain fp32)
@@ -122,6 +161,33 @@ inline std::string parse_choice(const std::string& flag, const char* text, std::
     fail("%s must be one of %s, got '%s'", flag.c_str(), list.c_str(), text);
 }
 
+// The image flags given to a task without images are refused; --init impulse needs images.
+inline void check_image_flags(const Options& o, int argc, char** argv) {
+    const bool images = is_image_task(o.task);
+    static const char* image_flags[] = {"--data-dir", "--patch", "--pool", "--mask-window", "--crop-pad", "--resize",
+                                        "--no-flip", "--coarse-labels"};
+    for (int i = 1; i < argc && !images; i++)
+        for (const char* f : image_flags)
+            if (argv[i] == std::string(f)) fail("%s is for the image tasks, not %s", f, o.task.c_str());
+    if (o.init == "impulse" && !images) fail("--init impulse is for the image tasks, not %s", o.task.c_str());
+    if (o.coarse_labels && o.task != "cifar100") fail("--coarse-labels is for cifar100, not %s", o.task.c_str());
+    if (o.resize > 0 && o.task != "images") fail("--resize is for --task images, not %s", o.task.c_str());
+    if (o.task == "images" && o.data_dir.empty()) fail("--task images needs --data-dir DIR (DIR/train/<class>/...)");
+    if ((o.task == "cifar10" || o.task == "cifar100") && o.data_dir.empty())
+        fail("--task %s needs --data-dir (the official binary version; data/get_cifar.sh fetches it)", o.task.c_str());
+}
+
+// The recipe's defaults: a Vision Transformer trains with warmup and cosine decay, gradient
+// clipping, label smoothing and weight decay 0.05; the sequence tasks with a constant rate and
+// none of them, as GOTU's and Lee et al.'s code do. A flag given always wins.
+inline void resolve_recipe(Options& o) {
+    const bool images = is_image_task(o.task);
+    if (o.schedule.empty()) o.schedule = images ? "cosine" : "constant";
+    if (o.clip_grad < 0) o.clip_grad = images ? 1.0f : 0.0f;
+    if (o.label_smoothing < 0) o.label_smoothing = images ? 0.1f : 0.0f;
+    if (!o.wd_given && images) o.wd = 0.05f;
+}
+
 inline Options parse_options(int argc, char** argv) {
     Options o;
     bool steps_given = false;
@@ -131,21 +197,27 @@ inline Options parse_options(int argc, char** argv) {
         if (flag == "--mask-per-head") { o.mask_per_head = true; continue; }
         if (flag == "--causal") { o.causal = true; continue; }
         if (flag == "--tf32") { o.tf32 = true; continue; }
+        if (flag == "--no-flip") { o.flip = false; continue; }
+        if (flag == "--coarse-labels") { o.coarse_labels = true; continue; }
         if (flag.rfind("--", 0) != 0) fail("unexpected argument '%s' (see --help)", flag.c_str());
         static const char* valued[] = {"--task", "--init", "--device", "--optimizer", "--seed", "--steps",
                                        "--epochs", "--batch", "--lr", "--wd", "--mask-wd", "--width", "--layers",
                                        "--heads", "--head-size", "--mlp", "--mask-c", "--eval-every", "--log-every",
                                        "--out", "--save", "--resume", "--dump-state", "--mask-structure",
                                        "--prior-layers", "--qk-opt-steps", "--encoding", "--loss",
-                                       "--data-frac", "--train-file", "--test-file", "--max-test", "--loss-on"};
+                                       "--data-frac", "--train-file", "--test-file", "--max-test", "--loss-on",
+                                       "--data-dir", "--patch", "--pool", "--mask-window", "--crop-pad", "--resize",
+                                       "--schedule", "--warmup", "--min-lr", "--clip-grad", "--label-smoothing"};
         bool known = false;
         for (const char* v : valued) known |= flag == v;
         if (!known) fail("unknown flag %s (see --help)", flag.c_str());
         if (i + 1 >= argc) fail("%s needs a value", flag.c_str());
         const char* value = argv[++i];
-        if (flag == "--task") o.task = parse_choice(flag, value, {"2parity", "maj3", "cyclic3", "add3", "mul2"});
+        if (flag == "--task")
+            o.task = parse_choice(flag, value, {"2parity", "maj3", "cyclic3", "add3", "mul2", "fashion-mnist",
+                                                "cifar10", "cifar100", "images"});
         else if (flag == "--init")
-            o.init = parse_choice(flag, value, {"default", "mask", "qk-svd", "qk-opt", "mimetic"});
+            o.init = parse_choice(flag, value, {"default", "mask", "qk-svd", "qk-opt", "mimetic", "impulse"});
         else if (flag == "--device") o.device = parse_choice(flag, value, {"auto", "cpu", "cuda"});
         else if (flag == "--optimizer") o.optimizer = parse_choice(flag, value, {"adamw", "adam"});
         else if (flag == "--encoding") o.encoding = parse_choice(flag, value, {"token", "scalar"});
@@ -155,7 +227,7 @@ inline Options parse_options(int argc, char** argv) {
         else if (flag == "--epochs") o.epochs = parse_real(flag, value, 0, false);
         else if (flag == "--batch") o.batch = (int)parse_int(flag, value, 1);
         else if (flag == "--lr") o.lr = (float)parse_real(flag, value, 0, false);
-        else if (flag == "--wd") o.wd = (float)parse_real(flag, value, 0, true);
+        else if (flag == "--wd") { o.wd = (float)parse_real(flag, value, 0, true); o.wd_given = true; }
         else if (flag == "--mask-wd") o.mask_wd = (float)parse_real(flag, value, 0, true);
         else if (flag == "--width") o.width = (int)parse_int(flag, value, 1);
         else if (flag == "--layers") o.layers = (int)parse_int(flag, value, 1);
@@ -180,6 +252,27 @@ inline Options parse_options(int argc, char** argv) {
         else if (flag == "--test-file") o.test_file = value;
         else if (flag == "--max-test") o.max_test = (int)parse_int(flag, value, 1);
         else if (flag == "--loss-on") o.loss_on = parse_choice(flag, value, {"answer", "all"});
+        else if (flag == "--data-dir") o.data_dir = value;
+        else if (flag == "--patch") o.patch = (int)parse_int(flag, value, 1);
+        else if (flag == "--pool") o.pool = parse_choice(flag, value, {"cls", "mean"});
+        else if (flag == "--mask-window") {
+            o.mask_window = (int)parse_int(flag, value, 1);
+            if (o.mask_window % 2 == 0)
+                fail("--mask-window must be odd (a window centred on the patch), got %s", value);
+        }
+        else if (flag == "--crop-pad") o.crop_pad = (int)parse_int(flag, value, 0);
+        else if (flag == "--resize") o.resize = (int)parse_int(flag, value, 1);
+        else if (flag == "--schedule") o.schedule = parse_choice(flag, value, {"constant", "cosine"});
+        else if (flag == "--warmup") o.warmup = parse_int(flag, value, 0);
+        else if (flag == "--min-lr") {
+            o.min_lr = (float)parse_real(flag, value, 0, true);
+            if (o.min_lr > 1) fail("--min-lr is a fraction of --lr, at most 1, got %s", value);
+        }
+        else if (flag == "--clip-grad") o.clip_grad = (float)parse_real(flag, value, 0, true);
+        else if (flag == "--label-smoothing") {
+            o.label_smoothing = (float)parse_real(flag, value, 0, true);
+            if (o.label_smoothing >= 1) fail("--label-smoothing must be below 1, got %s", value);
+        }
     }
     if (steps_given && o.epochs > 0) fail("give --steps or --epochs, not both");
     if (o.mask_per_head && o.init != "mask") fail("--mask-per-head needs --init mask");
@@ -192,5 +285,7 @@ inline Options parse_options(int argc, char** argv) {
     if (!arithmetic && !arithmetic_flag.empty())
         fail("%s is for the arithmetic tasks (add3, mul2), not %s", arithmetic_flag.c_str(), o.task.c_str());
     if (o.data_frac > 0 && !o.train_file.empty()) fail("give --data-frac or --train-file, not both");
+    check_image_flags(o, argc, argv);
+    resolve_recipe(o);
     return o;
 }

@@ -67,3 +67,48 @@ inline void write_heatmap(const std::string& path, const Heatmap& h) {
     if (!stbi_write_png(tmp.c_str(), width, height, 3, image.data(), width * 3) || rename(tmp.c_str(), path.c_str()))
         fail("cannot write %s", path.c_str());
 }
+
+// One image beside attention maps over its patch grid, as PNG: a row per layer, each row the
+// image (grey or RGB, values in [0, 1]) and then its maps, each map stretched over the image's
+// size and scaled to its own maximum (viridis: dark 0, yellow the map's largest weight), so
+// where a query looks shows whatever the spread of the weights.
+struct ImageAttention {
+    int channels = 0, height = 0, width = 0;
+    std::vector<float> image;  // (channels, height, width) in [0, 1]
+    int grid_rows = 0, grid_cols = 0, layers = 0, maps_per_layer = 0;
+    std::vector<float> maps;   // (layers, maps_per_layer, grid_rows, grid_cols)
+};
+
+inline void write_image_attention(const std::string& path, const ImageAttention& p) {
+    const int scale = std::max(1, 128 / std::max(p.height, p.width));  // image pixels to picture pixels
+    const int panel_w = p.width * scale, panel_h = p.height * scale, columns = 1 + p.maps_per_layer;
+    const int width = columns * (panel_w + HEATMAP_GAP) - HEATMAP_GAP;
+    const int height = p.layers * (panel_h + HEATMAP_GAP) - HEATMAP_GAP;
+    const size_t plane = (size_t)p.height * p.width;
+    std::vector<unsigned char> picture((size_t)width * height * 3, 255);  // white
+    for (int l = 0; l < p.layers; l++)
+        for (int col = 0; col < columns; col++) {
+            const float* map = p.maps.data() + ((size_t)l * p.maps_per_layer + col - 1) * p.grid_rows * p.grid_cols;
+            const float top = col == 0 ? 1.0f : *std::max_element(map, map + p.grid_rows * p.grid_cols);
+            for (int y = 0; y < panel_h; y++)
+                for (int x = 0; x < panel_w; x++) {
+                    const int iy = y / scale, ix = x / scale;
+                    unsigned char rgb[3];
+                    if (col == 0) {
+                        for (int c = 0; c < 3; c++) {
+                            const float v = p.image[(p.channels == 3 ? c : 0) * plane + (size_t)iy * p.width + ix];
+                            rgb[c] = (unsigned char)std::lround(255 * std::min(1.0f, std::max(0.0f, v)));
+                        }
+                    } else {
+                        const int gy = iy * p.grid_rows / p.height, gx = ix * p.grid_cols / p.width;
+                        viridis(top > 0 ? map[gy * p.grid_cols + gx] / top : 0.0, rgb);
+                    }
+                    const size_t px = ((size_t)(l * (panel_h + HEATMAP_GAP) + y) * width +
+                                       col * (panel_w + HEATMAP_GAP) + x) * 3;
+                    std::copy(rgb, rgb + 3, picture.begin() + px);
+                }
+        }
+    std::string tmp = path + ".tmp";
+    if (!stbi_write_png(tmp.c_str(), width, height, 3, picture.data(), width * 3) || rename(tmp.c_str(), path.c_str()))
+        fail("cannot write %s", path.c_str());
+}

@@ -106,6 +106,7 @@ struct RunLog {
 struct Progress {
     int64_t every, steps;
     Device dev;
+    int images_per_step = 0;  // image tasks: the batch, to print images/s too
     double window_start = now_seconds();
     double window_excluded = 0;  // seconds of the window that were not training
     int64_t window_steps = 0;
@@ -121,8 +122,10 @@ struct Progress {
         if (done % every != 0 && done != steps) return;
         device_sync(dev);
         double now = now_seconds(), ms = 1000 * (now - window_start - window_excluded) / window_steps;
-        printf("step %6lld/%lld | loss %.6f | %7.2f ms/step | %7.1f steps/s | ETA %s\n", (long long)done,
-               (long long)steps, loss, ms, 1000 / ms, format_duration((steps - done) * ms / 1000).c_str());
+        printf("step %6lld/%lld | loss %.6f | %7.2f ms/step | %7.1f steps/s", (long long)done, (long long)steps, loss,
+               ms, 1000 / ms);
+        if (images_per_step > 0) printf(" | %8.0f images/s", images_per_step * 1000 / ms);
+        printf(" | ETA %s\n", format_duration((steps - done) * ms / 1000).c_str());
         fflush(stdout);
         restart();
     }

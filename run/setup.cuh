@@ -11,18 +11,39 @@
 #include <string>
 #include <vector>
 #include "model.cuh"              // Config, Model
+#include "prior/impulse.cuh"      // init_impulse
 #include "prior/init.cuh"         // init_default, init_mask_from_structure, init_qk_*, init_mimetic, init_check
 #include "prior/persistence.cuh"  // PersistenceReference
 #include "prior/structure.h"      // Structure, read_structure
 #include "run/checkpoint.h"       // checkpoint_load
+#include "run/evaluate.cuh"       // batch_input
 #include "run/options.h"          // Options
 #include "run/report.cuh"         // fmt
+#include "run/schedule.h"         // learning_rate
 #include "tasks/arithmetic.h"     // ArithmeticTask
 #include "tasks/boolean.h"        // BooleanTask
+#include "tasks/image_folder.h"   // load_image_folder
+#include "tasks/vision.h"         // VisionTask, load_idx_folder, load_cifar_binary
+
+// Where Debian's dataset-fashion-mnist package puts the four IDX files
+static const char* FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist";
 
 inline std::unique_ptr<Task> make_task(const Options& opt) {
     if (opt.task == "2parity" || opt.task == "maj3" || opt.task == "cyclic3")
         return std::make_unique<BooleanTask>(opt.task);
+    if (is_image_task(opt.task)) {  // a bad or missing data file throws, naming it
+        ImageData data = opt.task == "fashion-mnist"
+                             ? load_idx_folder(opt.data_dir.empty() ? FASHION_MNIST_DIR : opt.data_dir, true)
+                         : opt.task == "cifar10"  ? load_cifar_binary(opt.data_dir, 10)
+                         : opt.task == "cifar100" ? load_cifar_binary(opt.data_dir, 100, opt.coarse_labels)
+                                                  : load_image_folder(opt.data_dir, opt.resize);
+        VisionSettings settings;
+        settings.patch = opt.patch;
+        settings.window = opt.mask_window;
+        settings.pad = opt.crop_pad;
+        settings.flip = opt.flip;
+        return std::make_unique<VisionTask>(opt.task, std::move(data), settings);
+    }
     ArithmeticData data;
     data.data_frac = opt.data_frac > 0 || !opt.train_file.empty() ? opt.data_frac : opt.task == "add3" ? 0.004 : 0.03;
     data.train_file = opt.train_file;
@@ -56,6 +77,18 @@ inline Config model_config(const Options& opt, const Task& task) {
     cfg.mask_heads = opt.init == "mask" ? (opt.mask_per_head ? cfg.NH : 1) : 0;
     cfg.prior_layers = opt.prior_layers == "first" ? PRIOR_FIRST_LAYER : PRIOR_ALL_LAYERS;
     cfg.causal = opt.causal || task.next_token;  // a language model sees only the past
+    if (task.image_input()) {
+        cfg.V = 0;
+        cfg.channels = task.image.channels;
+        cfg.height = task.image.height;
+        cfg.width = task.image.width;
+        cfg.patch = opt.patch;
+        cfg.pool = opt.pool == "mean" ? POOL_MEAN : POOL_CLS;
+    } else if (opt.pool != "cls") {
+        fail("--pool is for the image tasks");
+    }
+    if (opt.label_smoothing > 0 && cfg.head == HEAD_REGRESSION)
+        fail("--label-smoothing needs a classification or next-token head; task %s is a regression", opt.task.c_str());
     if (opt.encoding == "scalar") {
         cfg.encoding = ENCODING_SCALAR;
         cfg.token_value = task.token_values();
@@ -69,7 +102,7 @@ inline Config model_config(const Options& opt, const Task& task) {
         std::vector<int> tokens(task.seq_len);
         float y;  // one target: the head is a regression head
         for (int i = 0; i < task.train_size(); i++) {
-            task.train_example(i, tokens.data(), &y);
+            task.train_example(i, 0, token_slot(tokens.data(), &y));
             if (y != 1.0f && y != -1.0f)
                 fail("--loss logistic needs ±1 targets; task %s has the target %g", opt.task.c_str(), y);
         }
@@ -91,11 +124,24 @@ inline int64_t training_steps(const Options& opt, const Task& task) {
     return steps;
 }
 
+// the warmup's steps: --warmup, else 5% of the run for images (0 for the others)
+inline int64_t warmup_steps(const Options& opt, int64_t steps) {
+    if (opt.warmup >= 0) return opt.warmup;
+    return is_image_task(opt.task) ? steps / 20 : 0;
+}
+
+// The learning rate of the step about to be taken (run/schedule.h); constant: --lr itself.
+inline float step_learning_rate(const Options& opt, int64_t step, int64_t steps) {
+    if (opt.schedule == "constant") return learning_rate(step, steps, opt.lr, warmup_steps(opt, steps), 1.0f);
+    return learning_rate(step, steps, opt.lr, warmup_steps(opt, steps), opt.min_lr);
+}
+
 inline void set_optimizer(Model& model, const Options& opt) {
     model.adam.lr = opt.lr;
     model.adam.decoupled = opt.optimizer == "adamw";
     model.weight_decay = opt.wd;
     model.mask_weight_decay = opt.mask_wd;
+    model.label_smoothing = opt.label_smoothing;
 }
 
 // the prior's structure G: the task's, or one from a file
@@ -112,30 +158,30 @@ inline Structure prior_structure(const Options& opt, const Task& task, const Con
 // initialisation (prior/init.cuh): the default weights, then what --init changes
 
 struct Initialisation {
-    std::vector<int> sample_tokens;  // (samples,T) the run's first training examples
+    Batch samples;                   // the run's first training examples (1024; images 64)
     std::string note;                // how the QK inits were fitted; empty for the others
     InitCheck check;                 // how closely layer 0 starts at the target pattern P
     PersistenceReference reference;  // step 0, what the persistence metrics compare with
 };
 
 // The structured inits see the first attention's input on sample examples: the run's first
-// (up to) 1024 training examples.
+// (up to) 1024 training examples, 64 for images (whose E is made of positions: first_attention_inputs).
 inline Initialisation initialise(Model& model, const Options& opt, const Task& task, const Structure& G) {
     const Config& cfg = model.cfg;
     Initialisation init;
-    const int samples = std::min(task.train_size(), 1024);
-    init.sample_tokens.resize((size_t)samples * cfg.T);
+    const int samples = std::min(task.train_size(), task.image_input() ? 64 : 1024);
+    init.samples.shape(task, samples, {});
     EpochOrder first_epoch(opt.seed, task.train_size());
-    std::vector<float> targets(task.targets_per_example());
     for (int k = 0; k < samples; k++)
-        task.train_example(first_epoch.example(k), &init.sample_tokens[(size_t)k * cfg.T], targets.data());
+        task.train_example(first_epoch.example(k), example_draw(opt.seed, 0, k), init.samples.slot(task, k));
     std::vector<float> host(model.num_params);
     Rng rng(opt.seed);
     init_default(cfg, host.data(), rng);
     if (opt.init == "mask") init_mask_from_structure(cfg, host.data(), G, opt.mask_c);
     if (opt.init == "mimetic") init_mimetic(cfg, host.data(), rng);
+    if (opt.init == "impulse") init_impulse(cfg, host.data(), rng);
     model_upload(model, model.params_mem, host);
-    const AttentionInputs E = first_attention_inputs(model, init.sample_tokens, samples);
+    const AttentionInputs E = first_attention_inputs(model, batch_input(init.samples), samples);
     if (opt.init == "qk-svd") {
         init_qk_svd(cfg, host.data(), E, G, opt.mask_c);
         init.note = fmt("closed form from %d distinct first-attention inputs", E.distinct.rows);
@@ -146,7 +192,7 @@ inline Initialisation initialise(Model& model, const Options& opt, const Task& t
                         fit.kl_end);
     }
     model_upload(model, model.params_mem, host);
-    init.check = init_check(model, init.sample_tokens, samples, G, opt.mask_c);
+    init.check = init_check(model, batch_input(init.samples), samples, G, opt.mask_c);
     init.reference = {host, E.distinct};
     return init;
 }
@@ -154,18 +200,40 @@ inline Initialisation initialise(Model& model, const Options& opt, const Task& t
 // What a checkpoint must match to be resumed, and what it records of the run besides the
 // model's config.
 inline Metadata run_metadata(const Options& opt) {
-    return {{"task", opt.task}, {"init", opt.init}, {"seed", std::to_string(opt.seed)}, {"optimizer", opt.optimizer}};
+    Metadata m = {{"task", opt.task},
+                  {"init", opt.init},
+                  {"seed", std::to_string(opt.seed)},
+                  {"optimizer", opt.optimizer},
+                  {"schedule", opt.schedule},
+                  {"warmup", std::to_string(opt.warmup)},
+                  {"min_lr", fmt("%g", opt.min_lr)},
+                  {"clip_grad", fmt("%g", opt.clip_grad)},
+                  {"label_smoothing", fmt("%g", opt.label_smoothing)}};
+    if (is_image_task(opt.task)) {
+        m["data_dir"] = opt.data_dir;
+        m["mask_window"] = std::to_string(opt.mask_window);
+        m["crop_pad"] = std::to_string(opt.crop_pad);
+        m["flip"] = opt.flip ? "1" : "0";
+    }
+    return m;
 }
+
+// Run keys added after the first checkpoints were written, and what a file without them means
+static const Metadata RUN_METADATA_ADDED_LATER = {{"schedule", "constant"}, {"warmup", "-1"}, {"min_lr", "0"},
+                                                  {"clip_grad", "0"},       {"label_smoothing", "0"}};
 
 // --resume: loads the checkpoint into the model and returns its step (0 without --resume).
 inline int64_t resume(Model& model, const Options& opt, int64_t steps) {
     if (opt.resume.empty()) return 0;
     Metadata meta;
     TrainingState state = checkpoint_load(opt.resume, model.cfg, &meta);  // checks the config itself
-    for (const auto& [key, want] : run_metadata(opt))
+    for (const auto& [key, want] : run_metadata(opt)) {
+        auto later = RUN_METADATA_ADDED_LATER.find(key);
+        if (!meta.count(key) && later != RUN_METADATA_ADDED_LATER.end()) meta[key] = later->second;
         if (meta[key] != want)
             fail("%s is a checkpoint of %s=%s; this run asks for %s=%s", opt.resume.c_str(), key.c_str(),
                  meta[key].c_str(), key.c_str(), want.c_str());
+    }
     const int64_t step = atoll(meta["step"].c_str());
     if (step > steps)
         fail("%s is at step %lld, past --steps %lld", opt.resume.c_str(), (long long)step, (long long)steps);
@@ -183,8 +251,15 @@ inline TrainingState training_state(const Model& model) {
 }
 
 // --out, or runs/<task>-<init>-s<seed>; created with its parents (mkdir -p)
+// --task images says which folder: runs/images-<its name>-...
 inline std::string run_folder(const Options& opt) {
-    const std::string dir = opt.out.empty() ? "runs/" + opt.task + "-" + opt.init + "-s" + std::to_string(opt.seed)
+    std::string data = opt.task;
+    if (opt.task == "images") {
+        std::string path = opt.data_dir;
+        while (path.size() > 1 && path.back() == '/') path.pop_back();
+        data += "-" + path.substr(path.find_last_of('/') + 1);
+    }
+    const std::string dir = opt.out.empty() ? "runs/" + data + "-" + opt.init + "-s" + std::to_string(opt.seed)
                                             : opt.out;
     for (size_t i = 1; i <= dir.size(); i++) {
         if (i < dir.size() && dir[i] != '/') continue;
@@ -253,6 +328,6 @@ inline void print_startup(const Options& opt, const Task& task, const Model& mod
                       activations * sizeof(float) / 1e6));
     row("run folder", out_dir);
     puts(rule.c_str());
-    if (start_step == 0) print_structure(G, task, init.sample_tokens.data());
+    if (start_step == 0 && !task.image_input()) print_structure(G, task, init.samples.tokens.data());
     fflush(stdout);
 }

@@ -258,12 +258,16 @@ struct ArithmeticTask : Task {
     }
 
     int train_size() const override { return (int)train_pairs.size(); }
-    void train_example(int index, int* tokens, float* targets) const override {
-        example(train_pairs[index], tokens, targets);
+    void train_example(int index, uint64_t, const ExampleSlot& out) const override {  // no draw: no choices
+        example(train_pairs[index], out.tokens, out.targets);
     }
     int eval_size() const override { return (int)test_pairs.size(); }
-    void eval_example(int index, int* tokens, float* targets) const override {
-        example(test_pairs[index], tokens, targets);
+    void eval_example(int index, const ExampleSlot& out) const override {
+        example(test_pairs[index], out.tokens, out.targets);
+    }
+    // a few thousand decoded answers of 5 tokens: gathered, then evaluate()
+    std::unique_ptr<Scorer> scorer() const override {
+        return std::make_unique<GatheringScorer<ArithmeticTask>>(*this, ARITH_DECODED);
     }
 
     // (T): 1 at e .. e+4, the positions whose targets are the answer digits and the closing '$'
@@ -280,7 +284,7 @@ struct ArithmeticTask : Task {
 
     // outputs (eval_size, 5): the decoded ids at e .. e+4 (the answer's 4 reversed digits, '$').
     // seq_acc: all 5 right; digit_acc: the fraction of the 4 answer digits that are right.
-    Metrics evaluate(const std::vector<float>& outputs) const override {
+    Metrics evaluate(const std::vector<float>& outputs) const {
         const int n = eval_size();
         if ((int64_t)outputs.size() != (int64_t)n * ARITH_DECODED)
             throw std::invalid_argument("arithmetic evaluate: expected " + std::to_string(n * ARITH_DECODED) +
@@ -289,7 +293,7 @@ struct ArithmeticTask : Task {
         std::vector<float> targets(seq_len);
         double sequences = 0, answer_digits = 0;
         for (int i = 0; i < n; i++) {
-            eval_example(i, tokens.data(), targets.data());
+            example(test_pairs[i], tokens.data(), targets.data());
             bool all = true;
             for (int j = 0; j < ARITH_DECODED; j++) {
                 bool right = std::lround(outputs[i * ARITH_DECODED + j]) == std::lround(targets[equals_pos + j]);

@@ -7,29 +7,39 @@
 #include "tasks/task.h"  // Task, EpochOrder
 
 struct Batch {
-    std::vector<int> tokens;       // (rows, T)
+    std::vector<int> tokens;       // (rows, T) token tasks
+    std::vector<float> pixels;     // (rows, channels·height·width) image tasks
     std::vector<float> targets;    // (rows, targets_per_example): one, or the next token at every position
     std::vector<float> loss_mask;  // (rows, T) next-token tasks: 1 where the loss counts; empty otherwise
     int rows = 0;
+    bool image_input = false;      // whether the examples are pixels (else tokens)
 
     // room for B rows; `positions` (T) is the loss mask of one example (empty: no mask)
     void shape(const Task& task, int B, const std::vector<float>& positions) {
         rows = B;
-        tokens.resize((size_t)B * task.seq_len);
+        image_input = task.image_input();
+        tokens.assign(image_input ? 0 : (size_t)B * task.seq_len, 0);
+        pixels.assign((size_t)B * task.image.floats(), 0.0f);
         targets.resize((size_t)B * task.targets_per_example());
         loss_mask.clear();
         for (int b = 0; b < B && !positions.empty(); b++)
             loss_mask.insert(loss_mask.end(), positions.begin(), positions.end());
     }
     const float* mask() const { return loss_mask.empty() ? nullptr : loss_mask.data(); }
+    // where row b's example goes
+    ExampleSlot slot(const Task& task, int b) {
+        return {image_input ? nullptr : &tokens[(size_t)b * task.seq_len],
+                image_input ? &pixels[(size_t)b * task.image.floats()] : nullptr,
+                &targets[(size_t)b * task.targets_per_example()]};
+    }
 };
 
 // The training batch of step `step`: examples step*B .. step*B+B-1 of the seeded epoch order.
+// Row b's draw is example_draw(seed, step, b).
 inline void training_batch(const Task& task, EpochOrder& order, int64_t step, Batch& batch) {
-    const int P = task.targets_per_example();
     for (int b = 0; b < batch.rows; b++)
-        task.train_example(order.example(step * batch.rows + b), &batch.tokens[(size_t)b * task.seq_len],
-                           &batch.targets[(size_t)b * P]);
+        task.train_example(order.example(step * batch.rows + b), example_draw(order.seed, step, b),
+                           batch.slot(task, b));
 }
 
 // The loss mask of one example: the task's answer positions, or every position (--loss-on all).

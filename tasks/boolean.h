@@ -80,18 +80,22 @@ struct BooleanTask : Task {
     }
 
     int train_size() const override { return (int)seen.size(); }
-    void train_example(int index, int* tokens, float* target) const override {
-        cube_tokens(seen[index], tokens);
-        *target = (float)boolean_target(kind, seen[index]);
+    void train_example(int index, uint64_t, const ExampleSlot& out) const override {  // no draw: no choices
+        cube_tokens(seen[index], out.tokens);
+        *out.targets = (float)boolean_target(kind, seen[index]);
     }
     int eval_size() const override { return BOOL_POINTS; }
-    void eval_example(int index, int* tokens, float* target) const override {
-        cube_tokens(index, tokens);
-        *target = (float)boolean_target(kind, index);
+    void eval_example(int index, const ExampleSlot& out) const override {
+        cube_tokens(index, out.tokens);
+        *out.targets = (float)boolean_target(kind, index);
+    }
+    // the metrics compare the whole cube with the MDI: gathered, then evaluate()
+    std::unique_ptr<Scorer> scorer() const override {
+        return std::make_unique<GatheringScorer<BooleanTask>>(*this, 1);
     }
 
     // outputs (32768): the prediction at every cube point, in point order
-    Metrics evaluate(const std::vector<float>& outputs) const override {
+    Metrics evaluate(const std::vector<float>& outputs) const {
         double correct = 0, correct_unseen = 0, exact = 0, se = 0, se_unseen = 0, closer_to_mdi = 0;
         double mdi_correct = 0;
         int unseen = 0;

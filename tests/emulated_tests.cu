@@ -5,4 +5,5 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include "test_gpu.cu"
+#include "test_gpu_vision.cu"
 #include "test_emulation.cu"

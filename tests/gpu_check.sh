@@ -7,8 +7,10 @@
 #      CPU, a short GPU training run that must learn
 #   3. the GPU kernel tests under compute-sanitizer memcheck (racecheck, slower, after step 5;
 #      some GPU machines' runtimes refuse the tool: reported as "refused", not as a failure)
-#   4. the paper-size GOTU model on 2parity: default, qk-svd and mask init;
-#      Lee et al.'s model size on add3 at 0.4% of the pairs (1000 steps): default and mask
+#   4. the paper-size GOTU model on 2parity, 5 epochs: default and mask init (the full 20-epoch
+#      runs are make table-boolean BOOLEAN_ARGS=--paper); Lee et al.'s model size on add3 at 0.4%
+#      of the pairs, 300 steps: default and mask; ViT-Tiny on CIFAR-10 (data/cifar10-jpeg or
+#      $CIFAR10_DIR: the binary version or an image folder; else Fashion-MNIST), 300 steps: mask
 #   5. the same model and batch timed in PyTorch eager and torch.compile against ours
 #   6. the whole test suite (the CPU cases too, on this machine's CPU)
 # then one summary table. Every step has a time limit (a step past it is recorded as such).
@@ -61,18 +63,18 @@ sanitize() {
 echo "== 3. compute-sanitizer memcheck on the GPU kernel tests"
 sanitize memcheck
 
-echo "== 4. paper-size model on 2parity (C 256, L 12, NH 6, HS 64, MLP 256, GOTU's Adam lr 1e-5 wd 1e-3, batch 256, 20 epochs)"
-PAPER="--task 2parity --device cuda --width 256 --layers 12 --heads 6 --head-size 64 --mlp 256 --optimizer adam --lr 1e-5 --wd 1e-3 --batch 256 --epochs 20 --eval-every 480"
-for init in default qk-svd mask; do
+echo "== 4. paper-size model on 2parity (C 256, L 12, NH 6, HS 64, MLP 256, GOTU's Adam lr 1e-5 wd 1e-3, batch 256, 5 epochs)"
+PAPER="--task 2parity --device cuda --width 256 --layers 12 --heads 6 --head-size 64 --mlp 256 --optimizer adam --lr 1e-5 --wd 1e-3 --batch 256 --epochs 5 --eval-every 240"
+for init in default mask; do
     if timeout 150 ./maskprior $PAPER --init $init --out "$OUT/paper-2parity-$init" > "$OUT/paper-$init.log" 2>&1; then
         m="$OUT/paper-2parity-$init/metrics.json"
         record "2parity paper-size $init" "$($PY -c "import json; m = json.load(open('$m')); print('acc_cube %.4f acc_unseen %.4f mdi_agreement %.4f prior_mass %s, %.0f s' % (m['acc_cube'], m['acc_unseen'], m['mdi_agreement'], ' '.join('%.2f' % x for x in m['prior_mass']), m['seconds']))")"
     else rc=$?; tail -5 "$OUT/paper-$init.log"; failed "2parity paper-size $init" 150 $rc; fi
-    grep -E "^step .*/1920|^eval" "$OUT/paper-$init.log" | tail -3
+    grep -E "^step .*/480|^eval" "$OUT/paper-$init.log" | tail -3
 done
 
-echo "== 4b. Lee et al.'s model size on add3, 0.4% of the pairs (C 384, L 6, NH 6, HS 64, MLP 1536, batch 256, 1000 steps)"
-ADD="--task add3 --data-frac 0.004 --device cuda --width 384 --layers 6 --heads 6 --head-size 64 --mlp 1536 --batch 256 --steps 1000 --eval-every 500"
+echo "== 4b. Lee et al.'s model size on add3, 0.4% of the pairs (C 384, L 6, NH 6, HS 64, MLP 1536, batch 256, 300 steps)"
+ADD="--task add3 --data-frac 0.004 --device cuda --width 384 --layers 6 --heads 6 --head-size 64 --mlp 1536 --batch 256 --steps 300 --eval-every 300"
 for init in default mask; do
     if timeout 120 ./maskprior $ADD --init $init --out "$OUT/paper-add3-$init" > "$OUT/add3-$init.log" 2>&1; then
         m="$OUT/paper-add3-$init/metrics.json"
@@ -80,6 +82,19 @@ for init in default mask; do
     else rc=$?; tail -5 "$OUT/add3-$init.log"; failed "add3 paper-size $init" 120 $rc; fi
     grep -E "^eval" "$OUT/add3-$init.log" | tail -2
 done
+
+echo "== 4c. ViT-Tiny (C 192, L 12, NH 3, HS 64, MLP 768, patch 4), mask init, batch 128, 300 steps"
+cifar=${CIFAR10_DIR:-data/cifar10-jpeg}
+if [ -f "$cifar/data_batch_1.bin" ]; then vision="--task cifar10 --data-dir $cifar"
+elif [ -d "$cifar/train" ]; then vision="--task images --data-dir $cifar"
+elif [ -d fashion-mnist ]; then vision="--task fashion-mnist --data-dir fashion-mnist"
+else vision="--task fashion-mnist"; fi
+VIT="$vision --device cuda --init mask --width 192 --layers 12 --heads 3 --head-size 64 --mlp 768 --patch 4 --batch 128 --steps 300 --eval-every 300 --log-every 100"
+if timeout 240 ./maskprior $VIT --out "$OUT/vit-tiny-mask" > "$OUT/vit.log" 2>&1; then
+    m="$OUT/vit-tiny-mask/metrics.json"
+    record "ViT-Tiny mask ($(echo $vision | cut -d' ' -f2))" "$($PY -c "import json; m = json.load(open('$m')); print('acc %.4f train_acc %.4f prior_mass %.2f-%.2f, %.0f s' % (m['acc'], m.get('train_acc', 0), min(m['prior_mass']), max(m['prior_mass']), m['seconds']))")"
+else rc=$?; tail -5 "$OUT/vit.log"; failed "ViT-Tiny mask" 240 $rc; fi
+grep -E "^step|^eval" "$OUT/vit.log" | tail -2
 
 echo "== 5. speed against PyTorch (same model and batch)"
 if timeout 150 $PY tools/bench_gpu.py > "$OUT/bench.log" 2>&1; then record "speed vs PyTorch" "$(tail -1 "$OUT/bench.log")"

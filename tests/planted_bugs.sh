@@ -51,7 +51,7 @@ plant no-barrier tests/test_emulation.cu \
     '/    if (with_first_barrier) __syncthreads();/d' \
     "emulation: __syncthreads is a barrier*"
 plant host-pointer model.cuh \
-    's/embedding_forward(dev, a.encoded, model.tokens,/embedding_forward(dev, a.encoded, tokens,/' \
+    's/embedding_forward(dev, a.encoded, model.tokens,/embedding_forward(dev, a.encoded, input.tokens,/' \
     "a whole training step on the GPU matches the CPU*"
 plant transposed layers/matmul.cuh \
     's/CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C,/CUBLAS_OP_N, CUBLAS_OP_N, OC, N, C,/' \

@@ -28,8 +28,8 @@ static ArithmeticData fraction_of_pairs(double frac, uint64_t seed = 1, int max_
 static std::string example_text(const ArithmeticTask& task, bool train, int index) {
     std::vector<int> tokens(task.seq_len);
     std::vector<float> targets(task.seq_len);
-    if (train) task.train_example(index, tokens.data(), targets.data());
-    else task.eval_example(index, tokens.data(), targets.data());
+    if (train) task.train_example(index, 0, token_slot(tokens.data(), targets.data()));
+    else task.eval_example(index, token_slot(tokens.data(), targets.data()));
     std::string s;
     for (int t : tokens) s += task.token_text(t);
     return s + task.token_text((int)targets.back());
@@ -194,7 +194,7 @@ TEST_CASE("greedy decode with a fake model that adds by reading only G's keys ge
     const std::vector<float> G = task.structure();
     std::vector<int> tokens(n * T);
     std::vector<float> targets(T);
-    for (int i = 0; i < n; i++) task.eval_example(i, &tokens[i * T], targets.data());
+    for (int i = 0; i < n; i++) task.eval_example(i, token_slot(&tokens[i * T], targets.data()));
     // c_k = (a_k + b_k + carry_k) mod 10, carry_k = [c_{k-1} < a_{k-1} + b_{k-1}], at q = e + k
     NextTokenLogits column_addition = [&](const int* in, int rows, std::vector<float>& logits) {
         logits.assign(rows * T * V, 0.0f);
@@ -229,7 +229,7 @@ TEST_CASE("arithmetic evaluate: sequence and digit accuracy") {
     std::vector<int> tokens(T);
     std::vector<float> targets(T);
     for (int i = 0; i < n; i++) {
-        task.eval_example(i, tokens.data(), targets.data());
+        task.eval_example(i, token_slot(tokens.data(), targets.data()));
         for (int p : task.decode_positions()) truth.push_back(targets[p]);
     }
     CHECK(task.evaluate(truth) == Metrics{{"seq_acc", 1.0}, {"digit_acc", 1.0}});

@@ -240,7 +240,7 @@ TEST_CASE("the qk-opt fit on the GPU matches the CPU's" * doctest::skip(NO_GPU))
     init_default(c, init.data(), rng);
     std::vector<int> tokens(64 * c.T);
     float target;
-    for (int b = 0; b < 64; b++) task.train_example(b * 101, &tokens[b * c.T], &target);
+    for (int b = 0; b < 64; b++) task.train_example(b * 101, 0, token_slot(&tokens[b * c.T], &target));
     const Structure G = {1, c.T, task.structure()};
     QkFit fits[2];
     InitCheck checks[2];
@@ -249,10 +249,10 @@ TEST_CASE("the qk-opt fit on the GPU matches the CPU's" * doctest::skip(NO_GPU))
         model_build(model, c, dev, 64);
         std::vector<float> host = init;
         buffer_copy(model.params_mem, dev, host.data(), DEVICE_CPU, model.num_params);
-        AttentionInputs E = first_attention_inputs(model, tokens, 64);
+        AttentionInputs E = first_attention_inputs(model, tokens.data(), 64);
         fits[dev] = init_qk_opt(model, host.data(), E, G, 6.0f, 200);
         buffer_copy(model.params_mem, dev, host.data(), DEVICE_CPU, model.num_params);
-        checks[dev] = init_check(model, tokens, 64, G, 6.0f);
+        checks[dev] = init_check(model, tokens.data(), 64, G, 6.0f);
         model_free(model);
     }
     CHECK(fits[DEVICE_GPU].kl_start == doctest::Approx(fits[DEVICE_CPU].kl_start).epsilon(1e-4));
@@ -267,22 +267,26 @@ static void task_batch(const Task& task, int B, std::vector<int>& tokens, std::v
     const int P = task.targets_per_example();
     tokens.resize((size_t)B * task.seq_len);
     y.resize((size_t)B * P);
-    for (int b = 0; b < B; b++) task.train_example(b * 37 % task.train_size(), &tokens[b * task.seq_len], &y[b * P]);
+    for (int b = 0; b < B; b++)
+        task.train_example(b * 37 % task.train_size(), 0, token_slot(&tokens[b * task.seq_len], &y[b * P]));
 }
 
-// Three AdamW steps of model config c from the weights `init` on one device, on one batch
-// (loss_mask (B,T) or nullptr): returns the last loss, and the parameters after the steps in `params`.
-static float three_steps(const Config& c, Device dev, const std::vector<float>& init, const std::vector<int>& tokens,
-                         const std::vector<float>& y, std::vector<float>& params, const float* loss_mask = nullptr) {
-    const int B = (int)tokens.size() / c.T;
+// Three AdamW steps of model config c from the weights `init` on one device, on one batch of B
+// examples (loss_mask (B,T) or nullptr): returns the last loss, and the parameters after the
+// steps in `params`. With clip > 0 the gradient is clipped to that global norm before each update.
+static float three_steps(const Config& c, Device dev, const std::vector<float>& init, ModelInput input, int B,
+                         const std::vector<float>& y, std::vector<float>& params, const float* loss_mask = nullptr,
+                         float label_smoothing = 0.0f, float clip = 0.0f) {
     Model model;
     model_build(model, c, dev, B);
+    model.label_smoothing = label_smoothing;
     buffer_copy(model.params_mem, model.dev, init.data(), DEVICE_CPU, model.num_params);
     float loss = 0;
     for (int step = 0; step < 3; step++) {
-        loss = model_forward(model, tokens.data(), y.data(), B, loss_mask);
+        loss = model_forward(model, input, y.data(), B, loss_mask);
         model_zero_grad(model);
         model_backward(model, B);
+        if (clip > 0) model_clip_gradients(model, clip);
         model_update(model);
     }
     params.resize(model.num_params);
@@ -329,8 +333,8 @@ static BothDevices expect_devices_agree(const Task& task, const Config& c, uint6
         for (int b = 0; b < 32; b++) for (float w : task.loss_positions()) run.loss_mask.push_back(w);
         mask = run.loss_mask.data();
     }
-    float cpu_loss = three_steps(c, DEVICE_CPU, run.init, run.tokens, run.y, run.cpu, mask);
-    float gpu_loss = three_steps(c, DEVICE_GPU, run.init, run.tokens, run.y, run.gpu, mask);
+    float cpu_loss = three_steps(c, DEVICE_CPU, run.init, run.tokens.data(), 32, run.y, run.cpu, mask);
+    float gpu_loss = three_steps(c, DEVICE_GPU, run.init, run.tokens.data(), 32, run.y, run.gpu, mask);
     CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-4));
     std::vector<float> gpu = run.gpu, cpu = run.cpu;
     expect_key_biases_within_adam_noise(c, gpu, cpu);
@@ -345,7 +349,7 @@ TEST_CASE("a whole training step on the GPU matches the CPU; two GPU runs are bi
     c.V = 3; c.T = 16; c.C = 24; c.L = 2; c.NH = 3; c.HS = 8; c.MLP = 40; c.mask_heads = 3;
     BothDevices run = expect_devices_agree(task, c, 5);
     std::vector<float> gpu_again;
-    three_steps(c, DEVICE_GPU, run.init, run.tokens, run.y, gpu_again);
+    three_steps(c, DEVICE_GPU, run.init, run.tokens.data(), 32, run.y, gpu_again);
     CHECK(memcmp(run.gpu.data(), gpu_again.data(), run.gpu.size() * sizeof(float)) == 0);
 }
 
@@ -431,4 +435,56 @@ TEST_CASE("a short GPU training run on maj3 fits the seen domain" * doctest::ski
     nlohmann::json metrics = nlohmann::json::parse(f);
     CHECK(metrics["final_loss"].get<double>() < 0.05);
     CHECK(metrics["device"].get<std::string>().find("CUDA") != std::string::npos);
+}
+
+// ----------------------------------------------------------------------------
+// label smoothing and gradient clipping (the training recipe of a Vision Transformer)
+#include "layers/clip.cuh"
+
+TEST_CASE("GPU cross-entropy with label smoothing matches the CPU" * doctest::skip(NO_GPU)) {
+    for (int N : {1, 7, 256})
+        for (float smoothing : {0.0f, 0.1f}) {
+            CAPTURE(N); CAPTURE(smoothing);
+            const int V = 11;
+            Rng rng(15);
+            auto logits = random_vector<float>((size_t)N * V, rng, 4), weights = random_vector<float>(N, rng);
+            std::vector<float> classes(N);
+            for (int n = 0; n < N; n++) { classes[n] = (float)rng.below(V); weights[n] = weights[n] > 0; }
+            std::vector<float> losses(N), probs((size_t)N * V), dlogits = random_vector<float>((size_t)N * V, rng);
+            GpuBuffer g_logits(logits), g_classes(classes), g_weights(weights), g_losses(losses), g_probs(probs);
+            GpuBuffer g_dlogits(dlogits);
+            crossentropy_forward_cpu(losses.data(), probs.data(), logits.data(), classes.data(), weights.data(), N, V,
+                                     smoothing);
+            crossentropy_forward(DEVICE_GPU, g_losses.ptr, g_probs.ptr, g_logits.ptr, g_classes.ptr, g_weights.ptr,
+                                 N, V, smoothing);
+            expect_close("cross-entropy losses", g_losses.get(), losses, REDUCTION);
+            expect_close("cross-entropy probs", g_probs.get(), probs, REDUCTION);
+            crossentropy_backward_cpu(dlogits.data(), probs.data(), classes.data(), weights.data(), 3.0f, N, V,
+                                      smoothing);
+            crossentropy_backward(DEVICE_GPU, g_dlogits.ptr, g_probs.ptr, g_classes.ptr, g_weights.ptr, 3.0f, N, V,
+                                  smoothing);
+            expect_close("cross-entropy dlogits", g_dlogits.get(), dlogits, REDUCTION);
+        }
+}
+
+TEST_CASE("GPU gradient norm and clipping match the CPU; the GPU norm is the same bits every run" *
+          doctest::skip(NO_GPU)) {
+    for (size_t n : {(size_t)1, (size_t)255, (size_t)257, (size_t)100003}) {
+        CAPTURE(n);
+        Rng rng(16);
+        auto grads = random_vector<float>(n, rng);
+        std::vector<float> cpu_scratch(grad_norm_scratch_size(n)), scratch_init(grad_norm_scratch_size(n));
+        GpuBuffer g_grads(grads), g_scratch(scratch_init);
+        const double cpu = grad_norm_squared(DEVICE_CPU, grads.data(), n, cpu_scratch.data());
+        const double gpu = grad_norm_squared(DEVICE_GPU, g_grads.ptr, n, g_scratch.ptr);
+        const double again = grad_norm_squared(DEVICE_GPU, g_grads.ptr, n, g_scratch.ptr);
+        CHECK(std::fabs(gpu - cpu) <= 1e-12 * cpu);  // the same squares, summed in another order
+        CHECK(memcmp(&gpu, &again, sizeof(double)) == 0);
+
+        const float max_norm = 0.5f * (float)std::sqrt(cpu);  // half the norm: every gradient is scaled
+        const double cpu_norm = clip_grad_norm(DEVICE_CPU, grads.data(), n, max_norm, cpu_scratch.data());
+        const double gpu_norm = clip_grad_norm(DEVICE_GPU, g_grads.ptr, n, max_norm, g_scratch.ptr);
+        CHECK(std::fabs(gpu_norm - cpu_norm) <= 1e-12 * cpu_norm);
+        expect_close("clipped gradient", g_grads.get(), grads, ELEMENTWISE);
+    }
 }

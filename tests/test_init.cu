@@ -2,8 +2,7 @@
 // qk-svd, the attention backward with a given dS that qk-opt uses, each init's first attention
 // against the target pattern, the persistence metrics on hand-made cases, and the PNG writer.
 #define STB_IMAGE_STATIC
-#define STB_IMAGE_IMPLEMENTATION
-#include <stb/stb_image.h>
+#include "tasks/image_folder.h"  // stb_image (stbi_load), compiled once there
 #include "test_util.h"
 #include "prior/init.cuh"
 #include "prior/persistence.cuh"
@@ -96,8 +95,9 @@ struct InitFixture {
         EpochOrder order(1, task.train_size());
         tokens.resize((size_t)N * c.T);
         float target;
-        for (int k = 0; k < N; k++) task.train_example(order.example(k), &tokens[(size_t)k * c.T], &target);
-        E = first_attention_inputs(model, tokens, N);
+        for (int k = 0; k < N; k++)
+            task.train_example(order.example(k), 0, token_slot(&tokens[(size_t)k * c.T], &target));
+        E = first_attention_inputs(model, tokens.data(), N);
         G = {1, c.T, task.structure()};
     }
     ~InitFixture() { model_free(model); }
@@ -109,7 +109,7 @@ TEST_CASE("qk-svd: the first attention starts at softmax(c·G)") {
     CHECK(f.E.distinct.rows == 1 + 2 * 15);  // CLS, and each bit position with token 0 and 1
     init_qk_svd(f.c, f.host.data(), f.E, f.G, 6.0f);
     f.upload();
-    InitCheck check = init_check(f.model, f.tokens, InitFixture::N, f.G, 6.0f);
+    InitCheck check = init_check(f.model, f.tokens.data(), InitFixture::N, f.G, 6.0f);
     MESSAGE("qk-svd: prior mass " << check.prior_mass << " (P " << check.target_mass << "), mean |A - P| "
                                   << check.mean_abs_diff << ", max " << check.max_abs_diff);
     // the rows are LayerNormed wpe[t] + wte[v]: not independent, so least squares, close not exact
@@ -131,13 +131,13 @@ TEST_CASE("qk-svd is exact where the first attention's inputs are independent") 
     buffer_copy(model.params_mem, DEVICE_CPU, host.data(), DEVICE_CPU, model.num_params);
     std::vector<int> tokens(4 * c.T);
     for (size_t i = 0; i < tokens.size(); i++) tokens[i] = (int)(i % c.T);
-    AttentionInputs E = first_attention_inputs(model, tokens, 4);
+    AttentionInputs E = first_attention_inputs(model, tokens.data(), 4);
     REQUIRE(E.distinct.rows == c.T);
     Structure G = {2, c.T, std::vector<float>(2 * c.T * c.T)};  // one random G per head, self always
     for (int k = 0; k < 2 * c.T * c.T; k++) G.g[k] = (k % c.T == k / c.T % c.T) || rng.uniform() < 0.3f;
     init_qk_svd(c, host.data(), E, G, 4.0f);
     buffer_copy(model.params_mem, DEVICE_CPU, host.data(), DEVICE_CPU, model.num_params);
-    InitCheck check = init_check(model, tokens, 4, G, 4.0f);
+    InitCheck check = init_check(model, tokens.data(), 4, G, 4.0f);
     CHECK(check.max_abs_diff < 1e-4);
     model_free(model);
 }
@@ -148,7 +148,7 @@ TEST_CASE("qk-opt lowers its fitting loss and lands on softmax(c·G)") {
     MESSAGE("qk-opt KL " << fit.kl_start << " -> " << fit.kl_end);
     CHECK(fit.kl_end < 0.02 * fit.kl_start);
     f.upload();
-    InitCheck check = init_check(f.model, f.tokens, InitFixture::N, f.G, 6.0f);
+    InitCheck check = init_check(f.model, f.tokens.data(), InitFixture::N, f.G, 6.0f);
     CHECK(check.mean_abs_diff < 0.01);
     CHECK(std::fabs(check.prior_mass - check.target_mass) < 0.02);
 }

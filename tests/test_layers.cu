@@ -200,25 +200,29 @@ TEST_CASE("logistic loss: values by hand, finite for any prediction") {
     CHECK(std::isfinite(logistic_slope(1e30f, -1.0f)));
 }
 
-TEST_CASE("cross-entropy backward matches finite differences, with a loss mask") {
+TEST_CASE("cross-entropy backward matches finite differences, with a loss mask and label smoothing") {
     const int N = 5, V = 4;
     Rng rng(8);
     auto logits = random_vector<double>(N * V, rng, 3.0f);
     std::vector<float> targets(N), weights = {1, 0, 1, 1, 0};
     for (auto& t : targets) t = (float)rng.below(V);
-    for (const float* row_weight : {(const float*)nullptr, (const float*)weights.data()}) {
-        float count = row_weight ? 3.0f : (float)N;
-        std::vector<double> losses(N), probs(N * V), dlogits(N * V, 0);
-        auto loss = [&] {
-            crossentropy_forward_cpu(losses.data(), probs.data(), logits.data(), targets.data(), row_weight, N, V);
-            double s = 0;
-            for (double l : losses) s += l;
-            return s / count;
-        };
-        loss();
-        crossentropy_backward_cpu(dlogits.data(), probs.data(), targets.data(), row_weight, count, N, V);
-        check_gradient("dlogits", logits, dlogits, loss);
-    }
+    for (float smoothing : {0.0f, 0.1f, 0.3f})
+        for (const float* row_weight : {(const float*)nullptr, (const float*)weights.data()}) {
+            CAPTURE(smoothing);
+            float count = row_weight ? 3.0f : (float)N;
+            std::vector<double> losses(N), probs(N * V), dlogits(N * V, 0);
+            auto loss = [&] {
+                crossentropy_forward_cpu(losses.data(), probs.data(), logits.data(), targets.data(), row_weight, N, V,
+                                         smoothing);
+                double s = 0;
+                for (double l : losses) s += l;
+                return s / count;
+            };
+            loss();
+            crossentropy_backward_cpu(dlogits.data(), probs.data(), targets.data(), row_weight, count, N, V,
+                                      smoothing);
+            check_gradient("dlogits", logits, dlogits, loss);
+        }
 }
 
 TEST_CASE("cross-entropy: a row the loss mask leaves out costs 0 even where its target's p underflows") {
@@ -254,4 +258,108 @@ TEST_CASE("adam with L2: the decay joins the gradient, so the first step is lr *
     adamw_cpu(p.data(), m.data(), v.data(), g.data(), 2, s, 0.5f, 1);
     CHECK(p[0] == doctest::Approx(1.0 - 0.1).epsilon(1e-6));   // g + wd p = 0.8 > 0
     CHECK(p[1] == doctest::Approx(-2.0 + 0.1).epsilon(1e-6));  // g + wd p = -0.5 < 0
+}
+
+// ----------------------------------------------------------------------------
+// label smoothing and gradient clipping (the training recipe of a Vision Transformer)
+#include "layers/clip.cuh"
+
+TEST_CASE("cross-entropy with label smoothing: a 3-class row by hand") {
+    // logits 0, ln 2, ln 4: p = 1/7, 2/7, 4/7. Target 2, ε = 0.3: q = 0.1, 0.1, 0.8, so
+    // loss = -(0.1 ln(1/7) + 0.1 ln(2/7) + 0.8 ln(4/7)) = ln 7 - 1.7 ln 2, and dlogits = p - q.
+    std::vector<double> logits = {0.0, std::log(2.0), std::log(4.0)}, losses(1), probs(3), dlogits(3, 0.0);
+    std::vector<float> target = {2};
+    crossentropy_forward_cpu(losses.data(), probs.data(), logits.data(), target.data(), nullptr, 1, 3, 0.3f);
+    CHECK(losses[0] == doctest::Approx(std::log(7.0) - 1.7 * std::log(2.0)).epsilon(1e-7));
+    crossentropy_backward_cpu(dlogits.data(), probs.data(), target.data(), nullptr, 1.0f, 1, 3, 0.3f);
+    CHECK(dlogits[0] == doctest::Approx(1.0 / 7 - 0.1).epsilon(1e-7));
+    CHECK(dlogits[1] == doctest::Approx(2.0 / 7 - 0.1).epsilon(1e-7));
+    CHECK(dlogits[2] == doctest::Approx(4.0 / 7 - 0.8).epsilon(1e-7));
+}
+
+TEST_CASE("cross-entropy with smoothing 0 is the plain cross-entropy, bit for bit") {
+    // the plain cross-entropy's float arithmetic written out here, against both calls: without
+    // the smoothing argument and with 0. Row 2's target underflows (loss inf); row 3 is left out.
+    const int N = 4, V = 5;
+    Rng rng(12);
+    auto logits = random_vector<float>(N * V, rng, 4.0f);
+    logits[2 * V + 1] = -200.0f;
+    std::vector<float> targets = {0, 3, 1, 4}, weights = {1, 1, 1, 0};
+    std::vector<float> want_losses(N), want_probs(N * V), want_dlogits(N * V, 0.5f);
+    for (int n = 0; n < N; n++) {
+        const float* z = &logits[n * V];
+        float* p = &want_probs[n * V];
+        float zmax = z[0];
+        for (int v = 1; v < V; v++) zmax = z[v] > zmax ? z[v] : zmax;
+        float sum = 0;
+        for (int v = 0; v < V; v++) { p[v] = std::exp(z[v] - zmax); sum += p[v]; }
+        for (int v = 0; v < V; v++) p[v] /= sum;
+        want_losses[n] = weights[n] == 0.0f ? 0.0f : -std::log(p[(int)targets[n]]) * weights[n];
+        for (int v = 0; v < V; v++)
+            want_dlogits[n * V + v] += (p[v] - float(v == (int)targets[n])) * (weights[n] / 3.0f);
+    }
+    REQUIRE(std::isinf(want_losses[2]));
+    for (bool explicit_zero : {false, true}) {
+        CAPTURE(explicit_zero);
+        std::vector<float> losses(N), probs(N * V), dlogits(N * V, 0.5f);
+        if (explicit_zero) {
+            crossentropy_forward_cpu(losses.data(), probs.data(), logits.data(), targets.data(), weights.data(), N, V,
+                                     0.0f);
+            crossentropy_backward_cpu(dlogits.data(), probs.data(), targets.data(), weights.data(), 3.0f, N, V, 0.0f);
+        } else {
+            crossentropy_forward_cpu(losses.data(), probs.data(), logits.data(), targets.data(), weights.data(), N, V);
+            crossentropy_backward_cpu(dlogits.data(), probs.data(), targets.data(), weights.data(), 3.0f, N, V);
+        }
+        CHECK(memcmp(losses.data(), want_losses.data(), N * sizeof(float)) == 0);
+        CHECK(memcmp(probs.data(), want_probs.data(), N * V * sizeof(float)) == 0);
+        CHECK(memcmp(dlogits.data(), want_dlogits.data(), N * V * sizeof(float)) == 0);
+    }
+}
+
+TEST_CASE("gradient norm: the chunked sum matches a plain double loop") {
+    for (size_t n : {(size_t)1, (size_t)4095, (size_t)4096, (size_t)4097, (size_t)100003}) {
+        CAPTURE(n);
+        Rng rng(13);
+        auto grads = random_vector<float>(n, rng);
+        std::vector<float> scratch(grad_norm_scratch_size(n));
+        double want = 0;
+        for (float g : grads) want += (double)g * g;
+        double got = grad_norm_squared(DEVICE_CPU, grads.data(), n, scratch.data());
+        CHECK(std::fabs(got - want) <= 1e-12 * want);
+    }
+}
+
+TEST_CASE("gradient norm on the CPU: the same bits at 1 and 2 threads") {
+    const size_t n = 5000003;  // enough work for worth_threads to take the threads
+    REQUIRE(worth_threads(n * 2));
+    Rng rng(14);
+    auto grads = random_vector<float>(n, rng);
+    std::vector<float> scratch(grad_norm_scratch_size(n));
+    double at[2];
+#ifdef _OPENMP
+    const int keep = omp_get_max_threads();
+    for (int threads : {1, 2}) {
+        omp_set_num_threads(threads);
+        at[threads - 1] = grad_norm_squared(DEVICE_CPU, grads.data(), n, scratch.data());
+    }
+    omp_set_num_threads(keep);
+#else
+    at[0] = at[1] = grad_norm_squared(DEVICE_CPU, grads.data(), n, scratch.data());
+#endif
+    CHECK(memcmp(&at[0], &at[1], sizeof(double)) == 0);
+    CHECK(std::isfinite(at[0]));
+}
+
+TEST_CASE("clipping: scale_buffer scales; a gradient above max_norm is scaled to it, one below is left alone") {
+    std::vector<float> x = {1, -2, 0.5f};
+    scale_buffer(DEVICE_CPU, x.data(), 3, 0.5f);
+    CHECK(x == std::vector<float>{0.5f, -1, 0.25f});
+
+    std::vector<float> grads = {3, 4}, scratch(grad_norm_scratch_size(2));  // norm 5
+    CHECK(clip_grad_norm(DEVICE_CPU, grads.data(), 2, 10.0f, scratch.data()) == 5.0);
+    CHECK(grads == std::vector<float>{3, 4});
+    CHECK(clip_grad_norm(DEVICE_CPU, grads.data(), 2, 1.0f, scratch.data()) == 5.0);
+    CHECK(grads[0] == doctest::Approx(0.6 * 5 / (5 + 1e-6)).epsilon(1e-7));
+    CHECK(grads[1] == doctest::Approx(0.8 * 5 / (5 + 1e-6)).epsilon(1e-7));
+    CHECK(std::sqrt(grad_norm_squared(DEVICE_CPU, grads.data(), 2, scratch.data())) == doctest::Approx(1.0));
 }

@@ -24,7 +24,7 @@ static Config tiny_config(int mask_heads, bool causal, HeadType head = HEAD_REGR
 // head, whose loss mask then counts a random half of the positions (loss_mask; else empty).
 static void random_batch(const Config& c, int B, Rng& rng, std::vector<int>& tokens, std::vector<float>& y,
                          std::vector<float>* loss_mask = nullptr) {
-    tokens.resize((size_t)B * c.T);
+    tokens.resize(c.image_input() ? 0 : (size_t)B * c.T);
     y.resize((size_t)B * c.head_rows());
     for (auto& t : tokens) t = rng.below(c.V);
     for (auto& v : y) {
@@ -42,6 +42,12 @@ static void init_model(Model& model, uint64_t seed, float mask_scale) {
     std::vector<float> host(model.num_params);
     Rng rng(seed);
     init_default(model.cfg, host.data(), rng);
+    if (model.cfg.image_input()) {  // CLS 0 and positions of 0.02 would make CLS's LayerNorm input tiny and
+                                    // its finite differences inexact: rows of size 1 instead
+        ParamTensors p = param_bind(model.cfg, host.data());
+        for (int i = 0; i < model.cfg.C; i++) p.cls[i] = rng.uniform(-1, 1);
+        for (int i = 0; i < model.cfg.T * model.cfg.C; i++) p.wpe[i] = rng.uniform(-1, 1);
+    }
     if (model.cfg.mask_heads) {  // a random mask, so its gradient is not scaled to nothing
         float* mask = param_bind(model.cfg, host.data()).mask;
         for (int i = 0; i < model.cfg.prior_layer_count() * model.cfg.mask_heads * model.cfg.T * model.cfg.T; i++)
@@ -53,21 +59,21 @@ static void init_model(Model& model, uint64_t seed, float mask_scale) {
 // The model runs in float, so the central difference uses a larger step; the layer-level checks
 // in double (test_layers, test_attention) are the tight ones, and torch_reference.py checks this
 // same backward against PyTorch's autograd.
-static void check_model_gradient(int mask_heads, bool causal, HeadType head = HEAD_REGRESSION,
-                                 Encoding encoding = ENCODING_TOKEN, LossType loss = LOSS_MSE,
-                                 PriorLayers prior_layers = PRIOR_ALL_LAYERS) {
-    Config c = tiny_config(mask_heads, causal, head, encoding, loss);
-    c.prior_layers = prior_layers;
+// c: any config, token or image (random pixels in [-1, 1)); label_smoothing for the class heads.
+static void check_model_gradient_of(const Config& c, float label_smoothing = 0.0f) {
     const int B = 4;
     Model model;
     model_build(model, c, DEVICE_CPU, B);
+    model.label_smoothing = label_smoothing;
     init_model(model, 11, 2.0f);
     Rng rng(12);
     std::vector<int> tokens;
     std::vector<float> y, loss_mask;
     random_batch(c, B, rng, tokens, y, &loss_mask);
+    const std::vector<float> pixels = random_vector<float>(c.image_input() ? (size_t)B * c.image_size() : 0, rng);
+    const ModelInput input = c.image_input() ? ModelInput(pixels.data()) : ModelInput(tokens.data());
     const float* mask = loss_mask.empty() ? nullptr : loss_mask.data();
-    model_forward(model, tokens.data(), y.data(), B, mask);
+    model_forward(model, input, y.data(), B, mask);
     model_zero_grad(model);
     model_backward(model, B);
     std::vector<float> grads(model.num_params);
@@ -77,9 +83,9 @@ static void check_model_gradient(int mask_heads, bool causal, HeadType head = HE
     for (size_t i = 0; i < model.num_params; i += 3) {  // every third parameter, all tensors
         float keep = model.params_mem[i];
         model.params_mem[i] = keep + h;
-        double up = model_forward(model, tokens.data(), y.data(), B, mask);
+        double up = model_forward(model, input, y.data(), B, mask);
         model.params_mem[i] = keep - h;
-        double down = model_forward(model, tokens.data(), y.data(), B, mask);
+        double down = model_forward(model, input, y.data(), B, mask);
         model.params_mem[i] = keep;
         double numeric = (up - down) / (2 * h);
         REQUIRE(std::isfinite(grads[i]));
@@ -89,6 +95,14 @@ static void check_model_gradient(int mask_heads, bool causal, HeadType head = HE
     }
     CHECK(checked > 100);
     model_free(model);
+}
+
+static void check_model_gradient(int mask_heads, bool causal, HeadType head = HEAD_REGRESSION,
+                                 Encoding encoding = ENCODING_TOKEN, LossType loss = LOSS_MSE,
+                                 PriorLayers prior_layers = PRIOR_ALL_LAYERS) {
+    Config c = tiny_config(mask_heads, causal, head, encoding, loss);
+    c.prior_layers = prior_layers;
+    check_model_gradient_of(c);
 }
 
 TEST_CASE("whole-model gradient matches finite differences") {
@@ -247,7 +261,8 @@ TEST_CASE("a short CPU training run on maj3 fits the seen domain") {
     std::vector<float> y(B);
     double first = 0, last = 0;
     for (int step = 0; step < 400; step++) {
-        for (int b = 0; b < B; b++) task.train_example(order.example((int64_t)step * B + b), &tokens[b * c.T], &y[b]);
+        for (int b = 0; b < B; b++)
+            task.train_example(order.example((int64_t)step * B + b), 0, token_slot(&tokens[b * c.T], &y[b]));
         float loss = model_forward(model, tokens.data(), y.data(), B);
         REQUIRE(std::isfinite(loss));
         if (step < 20) first += loss / 20;

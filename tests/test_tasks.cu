@@ -46,7 +46,7 @@ TEST_CASE("tokens are [CLS, bits] with bit b as (b+1)/2") {
     BooleanTask task("maj3");
     std::vector<int> tokens(16);
     float y;
-    task.eval_example(0b101, tokens.data(), &y);
+    task.eval_example(0b101, token_slot(tokens.data(), &y));
     CHECK(tokens[0] == BOOL_CLS);
     CHECK(tokens[1] == 1);
     CHECK(tokens[2] == 0);
@@ -54,7 +54,7 @@ TEST_CASE("tokens are [CLS, bits] with bit b as (b+1)/2") {
     CHECK(tokens[4] == 0);
     CHECK(y == 1.0f);
     for (int i = 0; i < task.train_size(); i++) {  // no training example lies in the unseen domain
-        task.train_example(i, tokens.data(), &y);
+        task.train_example(i, 0, token_slot(tokens.data(), &y));
         REQUIRE(!(tokens[1] == 0 && tokens[2] == 0));
     }
 }

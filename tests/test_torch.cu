@@ -1,7 +1,8 @@
 // The cross-check against PyTorch: ./maskprior --dump-state writes one batch's parameters,
 // loss and gradients; tests/torch_reference.py recomputes them with autograd in float64 and
 // compares every tensor. Mask shared and per head, causal and not, scalar encoding, logistic
-// loss, the causal decoder's next-token head with its loss mask; c = 1.5 so that the mask
+// loss, the causal decoder's next-token head with its loss mask, the image model (patch
+// embedding, CLS or mean pooling, label smoothing); c = 1.5 so that the mask
 // gradient is large enough to be checked for real (at c = 6, σ(-6) shrinks it below 1e-4).
 #include "test_util.h"
 
@@ -52,6 +53,17 @@ TEST_CASE("every gradient matches PyTorch autograd") {
         cross_check("--task mul2 --init mask --mask-per-head --prior-layers first --mask-c 1.5 --loss-on all",
                     TMP_PREFIX + "x14.safetensors");
     }
+    SUBCASE("image model (a ViT): patch embedding, CLS head, shared mask, label smoothing") {
+        const std::string dir = write_image_folder(TMP_PREFIX + "torch_images", 3, 6, 8, 5);
+        cross_check("--task images --data-dir " + dir + " --patch 2 --init mask --mask-c 1.5 --label-smoothing 0.1",
+                    TMP_PREFIX + "x16.safetensors");
+    }
+    SUBCASE("image model: mean pooling, per-head mask, 2x2 window, no smoothing") {
+        const std::string dir = write_image_folder(TMP_PREFIX + "torch_images", 3, 6, 8, 5);
+        cross_check("--task images --data-dir " + dir + " --patch 4 --pool mean --init mask --mask-per-head "
+                    "--mask-c 1.5 --mask-window 1 --label-smoothing 0 --heads 3",
+                    TMP_PREFIX + "x17.safetensors");
+    }
     SUBCASE("scalar encoding, logistic loss, causal, per-head mask") {
         cross_check("--task 2parity --init mask --mask-per-head --mask-c 1.5 --causal --encoding scalar "
                     "--loss logistic", TMP_PREFIX + "x9.safetensors");
@@ -77,6 +89,9 @@ TEST_CASE("the PyTorch cross-check fails when a gradient is wrong") {
                                 {"grad.wval", "token_values", "loss"});
     expect_cross_check_to_catch("--task add3 --init mask --mask-c 1.5", TMP_PREFIX + "x15.safetensors",
                                 {"batch.loss_mask", "grad.h.0.attn.mask", "grad.head.weight"});
+    const std::string dir = write_image_folder(TMP_PREFIX + "torch_images", 3, 6, 8, 5);
+    expect_cross_check_to_catch("--task images --data-dir " + dir + " --patch 2", TMP_PREFIX + "x18.safetensors",
+                                {"batch.inputs", "grad.patch.weight", "grad.cls"});
 }
 
 // The benchmark scripts build their PyTorch model from torch_reference.py, so a change there

@@ -9,7 +9,9 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include <filesystem>
 #include "layers/common.cuh"
+#include "run/pictures.h"  // stb_image_write: stbi_write_png
 #include "temp_dir.h"
 
 // Random values in [-1, 1): never zeros, which would hide a missing term.
@@ -67,6 +69,27 @@ inline CommandResult run_command(const std::string& cmd, bool stderr_only = fals
     int status = pclose(p);
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return r;
+}
+
+// A small image folder for --task images: dir/train/c<k>/<i>.png (per_class each) and dir/test/c<k>/
+// (per_class / 2 + 1 each), RGB size x size: seeded noise plus a colour of the class, so there is
+// something to learn. Returns dir.
+inline std::string write_image_folder(const std::string& dir, int classes, int per_class, int size, uint64_t seed) {
+    Rng rng(seed);
+    for (const char* split : {"train", "test"})
+        for (int k = 0; k < classes; k++) {
+            const std::string folder = dir + "/" + split + "/c" + std::to_string(k);
+            std::filesystem::create_directories(folder);
+            const int n = split[1] == 'r' ? per_class : per_class / 2 + 1;
+            for (int i = 0; i < n; i++) {
+                std::vector<unsigned char> rgb((size_t)size * size * 3);
+                for (size_t j = 0; j < rgb.size(); j++)
+                    rgb[j] = (unsigned char)(rng.below(128) + (j % 3 == (size_t)k % 3 ? 127 : 0));
+                const std::string path = folder + "/" + std::to_string(i) + ".png";
+                REQUIRE(stbi_write_png(path.c_str(), size, size, 3, rgb.data(), size * 3));
+            }
+        }
+    return dir;
 }
 
 inline bool gpu_available() { return gpu_count() > 0; }

@@ -12,7 +12,12 @@ on every position for the next-token head: cross-entropy summed over the positio
 batch.loss_mask counts, divided by their number), loads the parameters, runs the batch forward
 and lets autograd compute the gradients. The metadata's "encoding" (token | scalar: a valued token
 is token_values[v] * wval, the table dumped as token_values) and "loss" (mse | logistic:
-log(1 + exp(-y yhat))) choose the embedding and the loss; absent, they mean token and mse. It then checks, elementwise with the tolerance of
+log(1 + exp(-y yhat))) choose the embedding and the loss; absent, they mean token and mse. An image
+model (metadata "image" = "CxHxW", "patch", "pool") embeds batch.inputs, the normalised pixels,
+as timm's VisionTransformer does: a Conv2d of kernel and stride P (patch.weight reshaped to
+(C, channels, P, P)), the patches in row-major order after a learned CLS token, plus wpe; its
+head reads CLS or the mean of the patch tokens; "label_smoothing" is cross-entropy's. It then
+checks, elementwise with the tolerance of
 the project's tests for reductions (|cpp - torch| <= 1e-4 + 1e-3 |torch|), the loss and every gradient,
 the mask's included. It also fails on NaN/Inf, on a gradient in the file that the model does
 not have, and on a model parameter whose gradient is missing from the file.
@@ -59,7 +64,12 @@ def read_safetensors(path):
 def parameter_shapes(cfg):
     """Every parameter of the model the metadata describes: name -> shape (README, Checkpoints)."""
     C, T, NH, HS, MLP = cfg["width"], cfg["seq_len"], cfg["heads"], cfg["head_size"], cfg["mlp"]
-    shapes = {"wte": (cfg["vocab"], C), "wpe": (T, C)}
+    shapes = {"wpe": (T, C)}
+    if cfg.get("image"):
+        channels, _, _ = cfg["image"]
+        shapes.update({"patch.weight": (C, channels * cfg["patch"] ** 2), "patch.bias": (C,), "cls": (C,)})
+    else:
+        shapes["wte"] = (cfg["vocab"], C)
     if cfg.get("encoding", "token") == "scalar":
         shapes["wval"] = (C,)
     for l in range(cfg["layers"]):
@@ -94,11 +104,23 @@ def attention(x, qkv_weight, qkv_bias, mask, cfg):
     return y.transpose(1, 2).reshape(B, T, NH * HS)
 
 
-def model_loss(p, cfg, tokens, targets, token_values=None, loss_mask=None):
-    """The mean loss of the batch; p maps parameter names to tensors; token_values (V) is the
-    value table of the scalar encoding; loss_mask (B,T) weights the next-token head's positions."""
+def image_embedding(p, cfg, pixels):
+    """(B,T,C): CLS, then the patches (a Conv2d of kernel and stride P), plus the position embedding."""
+    C, P = cfg["width"], cfg["patch"]
+    weight = p["patch.weight"].reshape(C, pixels.shape[1], P, P)
+    patches = F.conv2d(pixels, weight, p["patch.bias"], stride=P).flatten(2).transpose(1, 2)  # (B,NP,C)
+    cls = p["cls"].expand(pixels.shape[0], 1, C)
+    return torch.cat([cls, patches], dim=1) + p["wpe"]
+
+
+def model_output(p, cfg, tokens, token_values=None):
+    """The head's outputs: (B,T,V) for the next-token head, else (B,OUT); p maps parameter names
+    to tensors; tokens are token ids (B,T), or for an image model the pixels (B, channels, H, W);
+    token_values (V) is the value table of the scalar encoding."""
     C = cfg["width"]
-    if cfg.get("encoding", "token") == "scalar":  # a valued token: value * wval; the others: wte
+    if cfg.get("image"):
+        x = image_embedding(p, cfg, tokens)
+    elif cfg.get("encoding", "token") == "scalar":  # a valued token: value * wval; the others: wte
         value = token_values[tokens].unsqueeze(-1)  # (B,T,1)
         x = torch.where(value != 0, value * p["wval"], p["wte"][tokens]) + p["wpe"]  # (B,T,C)
     else:
@@ -113,19 +135,27 @@ def model_loss(p, cfg, tokens, targets, token_values=None, loss_mask=None):
         x = x + F.linear(m, p[h + "mlp.proj.weight"], p[h + "mlp.proj.bias"])
     if cfg["head_type"] == "next_token":  # every position predicts the token after it
         z = F.layer_norm(x, (C,), p["ln_f.weight"], p["ln_f.bias"], eps=1e-5)  # (B,T,C)
-        logits = F.linear(z, p["head.weight"], p["head.bias"])  # (B,T,V)
-        ce = F.cross_entropy(logits.flatten(0, 1), targets.long().flatten(), reduction="none")  # (B*T)
+        return F.linear(z, p["head.weight"], p["head.bias"])  # (B,T,V)
+    pos = x.shape[1] - 1 if cfg["causal"] else 0  # the head reads CLS; causal: the last position
+    summary = x[:, 1:].mean(dim=1) if cfg.get("pool") == "mean" else x[:, pos]  # (B,C)
+    cls = F.layer_norm(summary, (C,), p["ln_f.weight"], p["ln_f.bias"], eps=1e-5)  # (B,C)
+    return F.linear(cls, p["head.weight"], p["head.bias"])  # (B,OUT)
+
+
+def model_loss(p, cfg, tokens, targets, token_values=None, loss_mask=None):
+    """The mean loss of the batch (model_output's arguments); loss_mask (B,T) weights the
+    next-token head's positions."""
+    out = model_output(p, cfg, tokens, token_values)
+    if cfg["head_type"] == "next_token":
+        ce = F.cross_entropy(out.flatten(0, 1), targets.long().flatten(), reduction="none")  # (B*T)
         w = torch.ones_like(ce) if loss_mask is None else loss_mask.flatten()
         return (ce * w).sum() / w.sum()
-    pos = x.shape[1] - 1 if cfg["causal"] else 0  # the head reads CLS; causal: the last position
-    cls = F.layer_norm(x[:, pos], (C,), p["ln_f.weight"], p["ln_f.bias"], eps=1e-5)  # (B,C)
-    out = F.linear(cls, p["head.weight"], p["head.bias"])  # (B,OUT)
     if cfg["head_type"] == "regression" and cfg.get("loss", "mse") == "logistic":
         margin = -targets * out[:, 0]
         return torch.logaddexp(torch.zeros_like(margin), margin).mean()  # log(1 + exp(-y yhat))
     if cfg["head_type"] == "regression":
         return ((out[:, 0] - targets) ** 2).mean()
-    return F.cross_entropy(out, targets.long())
+    return F.cross_entropy(out, targets.long(), label_smoothing=cfg.get("label_smoothing", 0.0))
 
 
 def compare(name, cpp, ref):
@@ -149,7 +179,10 @@ def main(argv):
     numbers = ("width", "layers", "heads", "head_size", "mlp", "seq_len", "vocab", "out", "causal")
     cfg = {key: int(meta[key]) for key in numbers}
     cfg.update(mask=meta["mask"], head_type=meta["head_type"], mask_layers=meta.get("mask_layers", "all"),
-               encoding=meta.get("encoding", "token"), loss=meta.get("loss", "mse"))
+               encoding=meta.get("encoding", "token"), loss=meta.get("loss", "mse"),
+               image=tuple(int(d) for d in meta["image"].split("x")) if meta.get("image", "none") != "none" else None,
+               patch=int(meta.get("patch", "0")), pool=meta.get("pool", "cls"),
+               label_smoothing=float(meta.get("label_smoothing", "0")))
     if cfg["encoding"] == "scalar" and "token_values" not in tensors:
         sys.exit(f"{argv[1]}: scalar encoding, but no token_values table")
     if len(argv) == 4:
@@ -163,7 +196,8 @@ def main(argv):
         if name not in tensors or tensors[name].shape != shape:
             sys.exit(f"{argv[1]}: parameter {name} {shape} is missing or has another shape")
     params = {name: tensors[name].clone().requires_grad_() for name in shapes}
-    loss = model_loss(params, cfg, tensors["batch.inputs"].long(), tensors["batch.targets"], tensors.get("token_values"),
+    inputs = tensors["batch.inputs"] if cfg["image"] else tensors["batch.inputs"].long()
+    loss = model_loss(params, cfg, inputs, tensors["batch.targets"], tensors.get("token_values"),
                       tensors.get("batch.loss_mask"))
     loss.backward()
 
@@ -178,8 +212,12 @@ def main(argv):
         if name.startswith("grad."):
             print(f"{name:28s} in the file, but the model has no parameter {name[5:]}  FAIL")
             ok = False
+    input_kind = (f"image {meta['image']} patch {cfg['patch']} pool {cfg['pool']}" if cfg["image"]
+                  else f"{cfg['encoding']} encoding")
     print(f"{'PASS' if ok else 'FAIL'}: {argv[1]} ({meta['mask']} mask, causal {cfg['causal']}, {cfg['head_type']} head, "
-          f"{cfg['encoding']} encoding, {cfg['loss'] if cfg['head_type'] == 'regression' else 'cross-entropy'} loss, {len(shapes)} parameter tensors) against PyTorch float64")
+          f"{input_kind}, "
+          f"{cfg['loss'] if cfg['head_type'] == 'regression' else 'cross-entropy'} loss, {len(shapes)} parameter tensors) "
+          f"against PyTorch float64")
     return 0 if ok else 1
 
 

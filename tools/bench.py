@@ -1,9 +1,13 @@
 """CPU speed of ./maskprior against the same training step in PyTorch eager, and both against
 this machine's FMA peak (make bench).
 
-Models, both on maj3 with the mask init, AdamW lr 1e-3, weight decay 1e-3 (mask 0), float32:
-  make-run  the `make run` model: B 64, T 16, C 32, L 2, NH 2, HS 16, MLP 32
-  wide      B 256, T 16, C 128, L 4, NH 4, HS 32, MLP 512: the matmuls dominate
+Models, with the mask init, AdamW lr 1e-3, float32:
+  make-run  maj3, the `make run` model: B 64, T 16, C 32, L 2, NH 2, HS 16, MLP 32; weight decay 1e-3
+  wide      maj3, B 256, T 16, C 128, L 4, NH 4, HS 32, MLP 512: the matmuls dominate
+  vit       Fashion-MNIST, the vision table's ViT: B 128, patch 4 (T 50), C 64, L 4, NH 4, HS 16,
+            MLP 128; weight decay 0.05, label smoothing 0.1, gradient clipping at 1 on both sides
+            (the binary's schedule and augmentation cost next to nothing; PyTorch's batches are
+            random pixels made before the clock starts)
 
 Method
 - Same weights, same batch: ./maskprior --dump-state writes its initial parameters, its first
@@ -48,9 +52,12 @@ THREADS = int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count())
 os.environ["OMP_NUM_THREADS"] = str(THREADS)  # before torch loads
 SECONDS = float(os.environ.get("BENCH_SECONDS", "6"))
 WARMUP_S = float(os.environ.get("BENCH_WARMUP_S", "1"))
-T, V, OUT, LR, WD, MASK_C = 16, 3, 1, 1e-3, 1e-3, 6.0
-MODELS = {"make-run": {"width": 32, "layers": 2, "heads": 2, "head_size": 16, "mlp": 32, "batch": 64, "log_every": 50},
-          "wide": {"width": 128, "layers": 4, "heads": 4, "head_size": 32, "mlp": 512, "batch": 256, "log_every": 5}}
+V, LR, MASK_C = 3, 1e-3, 6.0
+BOOLEAN = {"task": "maj3", "T": 16, "out": 1, "wd": 1e-3}
+MODELS = {"make-run": dict(BOOLEAN, width=32, layers=2, heads=2, head_size=16, mlp=32, batch=64, log_every=50),
+          "wide": dict(BOOLEAN, width=128, layers=4, heads=4, head_size=32, mlp=512, batch=256, log_every=5),
+          "vit": {"task": "fashion-mnist", "T": 50, "out": 10, "wd": 0.05, "patch": 4, "width": 64, "layers": 4,
+                  "heads": 4, "head_size": 16, "mlp": 128, "batch": 128, "log_every": 5}}
 # Boolean GOTU tasks (tasks/boolean.h): the size of the group [CLS, x0, ...] that G links all
 # pairs of (besides every token with itself), and f of the ±1 bits x (B, 15)
 TASKS = {"2parity": (3, lambda x: x[:, 0] * x[:, 1]),
@@ -59,22 +66,29 @@ TASKS = {"2parity": (3, lambda x: x[:, 0] * x[:, 1]),
 
 def torch_config(m):
     """tests/torch_reference.py's configuration of model m (the keys of a checkpoint's metadata)."""
-    return {"width": m["width"], "layers": m["layers"], "heads": m["heads"], "head_size": m["head_size"],
-            "mlp": m["mlp"], "seq_len": T, "vocab": V, "out": OUT, "causal": 0, "mask": "layer",
-            "head_type": "regression"}
+    cfg = {"width": m["width"], "layers": m["layers"], "heads": m["heads"], "head_size": m["head_size"],
+           "mlp": m["mlp"], "seq_len": m["T"], "vocab": V, "out": m["out"], "causal": 0, "mask": "layer",
+           "head_type": "regression"}
+    if "patch" in m:  # Fashion-MNIST's 28 x 28 grey images
+        cfg.update(vocab=0, head_type="class", image=(1, 28, 28), patch=m["patch"], pool="cls", label_smoothing=0.1)
+    return cfg
 
 
 def step_flops(m):
-    B, C, L, NH, HS, MLP = m["batch"], m["width"], m["layers"], m["heads"], m["head_size"], m["mlp"]
+    B, C, L, NH, HS, MLP, T = m["batch"], m["width"], m["layers"], m["heads"], m["head_size"], m["mlp"], m["T"]
     n = B * T
     linears = [(n, C, 3 * NH * HS), (n, NH * HS, C), (n, C, MLP), (n, MLP, C)]  # per layer
     per_layer = sum(2 * a * b * c for a, b, c in linears) + 2 * (2 * B * NH * T * T * HS)
-    fwd = L * per_layer + 2 * B * C * OUT  # + the head on CLS
+    fwd = L * per_layer + 2 * B * C * m["out"]  # + the head on CLS
+    if "patch" in m:  # + the patch embedding: B·(T-1) patches of P·P pixels (no gradient for the pixels)
+        return 3 * fwd + 4 * B * (T - 1) * m["patch"] ** 2 * C
     return 3 * fwd  # forward + backward (2x forward)
 
 
 def maskprior_args(m):
-    args = ["--task", "maj3", "--init", "mask", "--device", "cpu"]
+    args = ["--task", m["task"], "--init", "mask", "--device", "cpu", "--wd", str(m["wd"])]
+    if "patch" in m:
+        args += ["--patch", str(m["patch"])]
     for key in ("width", "layers", "heads", "head_size", "mlp", "batch"):
         args += ["--" + key.replace("_", "-"), str(m[key])]
     return args
@@ -114,20 +128,22 @@ def bench_maskprior(args, seconds=SECONDS, log_every=50, expect="", threads=THRE
 
 
 def torch_step(task, cfg, batch, lr, wd, device="cpu", compile=False, params=None):
-    """One training step of tests/torch_reference.py's model on a Boolean task, as a function
-    returning the loss. Parameters: `params` (name -> float32 tensor, e.g. from a dump), or leaf
-    float32 tensors drawn like the C++ default init (prior/init.cuh) with a mask (cfg["mask"] not
-    "none") ±MASK_C from the task's G; torch.optim.AdamW with weight decay wd, the mask's 0. The
-    step cycles through 32 random batches made here, before any clock starts. compile: the loss
-    under torch.compile (forward and backward; the optimizer stays eager)."""
+    """One training step of tests/torch_reference.py's model on a Boolean task (or, for an image
+    config, on random pixels and classes, with the gradient norm clipped at 1 as the binary's
+    image recipe does), as a function returning the loss. Parameters: `params` (name -> float32
+    tensor, e.g. from a dump), or leaf float32 tensors drawn like the C++ default init
+    (prior/init.cuh) with a mask (cfg["mask"] not "none") ±MASK_C from the task's G; torch.optim.AdamW
+    with weight decay wd, the mask's 0. The step cycles through 32 random batches made here, before
+    any clock starts. compile: the loss under torch.compile (forward and backward; the optimizer
+    stays eager)."""
     import torch
     from torch_reference import model_loss, parameter_shapes
     torch.manual_seed(1)
-    group, f = TASKS[task]
     p = {}
     if params is not None:
         p = {name: t.detach().clone().to(device).requires_grad_() for name, t in params.items()}
     else:
+        group, _ = TASKS[task]
         G = torch.eye(cfg["seq_len"])
         G[:group, :group] = 1
         shapes = parameter_shapes(cfg)
@@ -148,9 +164,13 @@ def torch_step(task, cfg, batch, lr, wd, device="cpu", compile=False, params=Non
     loss_fn = torch.compile(model_loss) if compile else model_loss
     batches = []
     for _ in range(32):
+        if cfg.get("image"):
+            pixels = torch.randn((batch,) + tuple(cfg["image"]), device=device)
+            batches.append((pixels, torch.randint(0, cfg["out"], (batch,), device=device).float()))
+            continue
         bits = torch.randint(0, 2, (batch, cfg["seq_len"] - 1), device=device)
         tokens = torch.cat([torch.full((batch, 1), 2, device=device), bits], 1)  # CLS = 2, bit b is token (b+1)/2
-        batches.append((tokens, f(2.0 * bits - 1)))
+        batches.append((tokens, TASKS[task][1](2.0 * bits - 1)))
     count = [0]
 
     def step():
@@ -159,6 +179,8 @@ def torch_step(task, cfg, batch, lr, wd, device="cpu", compile=False, params=Non
         loss = loss_fn(p, cfg, tokens, targets)
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if cfg.get("image"):
+            torch.nn.utils.clip_grad_norm_(list(p.values()), 1.0)
         opt.step()
         return loss
     return step
@@ -240,8 +262,9 @@ def first_batch_losses(m, torch):
             sys.exit("bench: maskprior --dump-state failed:\n" + r.stdout + r.stderr)
         tensors, _ = read_safetensors(path)
     params = {name: tensors[name].float() for name in parameter_shapes(cfg)}
+    inputs = tensors["batch.inputs"].float() if cfg.get("image") else tensors["batch.inputs"].long()
     with torch.no_grad():
-        theirs = model_loss(params, cfg, tensors["batch.inputs"].long(), tensors["batch.targets"].float()).item()
+        theirs = model_loss(params, cfg, inputs, tensors["batch.targets"].float()).item()
     return tensors["loss"].item(), theirs, params
 
 
@@ -267,21 +290,22 @@ def main():
         for torch_threads, openblas, label in settings:
             torch.set_num_threads(torch_threads)
             blas_threads(blas, openblas)
-            step = torch_step("maj3", torch_config(m), m["batch"], LR, WD, params=params)
+            step = torch_step(m["task"], torch_config(m), m["batch"], LR, m["wd"], params=params)
             rows.append((label, torch_threads) + time_windows(step, SECONDS, WARMUP_S))
         results[name] = (m, ours_loss, torch_loss, rows)
     end = cpu_snapshot()
     others = ((end[0] - start[0]) / os.sysconf("SC_CLK_TCK") - (end[1] - start[1])) / (end[2] - start[2])
 
     bits = peaks[THREADS][1]
-    print("maskprior CPU benchmark: task maj3, init mask, AdamW, fp32")
+    print("maskprior CPU benchmark: init mask, AdamW, fp32")
     print("FMA peak (tools/fma_peak, %d-bit vectors): %s" % (
         bits, ", ".join("%.1f GFLOP/s at %d thread%s" % (peaks[t][0], t, "s" if t > 1 else "") for t in thread_counts)))
     bar = "+--------------------------------+-----+---------+----------+---------+--------+---------------+-------+"
     for name, (m, ours_loss, torch_loss, rows) in results.items():
         flops = step_flops(m)
-        print("\nmodel %s: B %d T %d C %d L %d NH %d HS %d MLP %d; %.1f MFLOP per training step"
-              % (name, m["batch"], T, m["width"], m["layers"], m["heads"], m["head_size"], m["mlp"], flops / 1e6))
+        print("\nmodel %s (%s): B %d T %d C %d L %d NH %d HS %d MLP %d; %.1f MFLOP per training step"
+              % (name, m["task"], m["batch"], m["T"], m["width"], m["layers"], m["heads"], m["head_size"], m["mlp"],
+                 flops / 1e6))
         print("first-batch loss, same weights and batch: maskprior %.6f, PyTorch %.6f" % (ours_loss, torch_loss))
         print(bar)
         print("| implementation                 | thr | steps/s | ms/step  | GFLOP/s | % peak | spread step/s | steps |")

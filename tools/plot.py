@@ -11,7 +11,8 @@ metrics.json (task, init, seed, ...). Writes into DIR, and prints the path of ea
     prior_mass.png   prior mass against step, one panel per init, one colour per layer
     persistence.png  one column per init; row 1 mask drift and QK cosine to step 0,
                      row 2 the norms of the mask and QK gradients (log y)
-    accuracy.png     cube and unseen accuracy against step, one panel per init
+    accuracy.png     the task's accuracy against step (cube and unseen, answer, or top-1), one
+                     panel per init
 
 A metric may be missing or null in any line; a figure whose metrics no run logged is left
 out, with a note on stderr. Bad input: one line "plot.py: error: ..." on stderr, exit 2.
@@ -27,7 +28,7 @@ import matplotlib.pyplot as plt
 
 # Inits in the order the panels read: the baseline, the QK inits, the mask (an init not listed
 # here goes last), and the colour of each in loss.png.
-INIT_ORDER = ["default", "qk-svd", "qk-opt", "mimetic", "mask"]
+INIT_ORDER = ["default", "qk-svd", "qk-opt", "mimetic", "impulse", "mask"]
 INIT_COLOUR = {init: f"C{i}" for i, init in enumerate(INIT_ORDER)}
 LAYER_STYLE = ["-", "--", ":", "-."]  # persistence.png: the line style of layer 0, 1, ...
 plt.rcParams.update({"font.size": 11, "axes.titlesize": 12, "legend.fontsize": 9})
@@ -156,9 +157,11 @@ def plot_prior_mass(by_init, title):  # one line per (seed, layer), one colour p
 
 
 # accuracy.png: Boolean runs log the sign accuracy on the cube, arithmetic runs the held-out
-# accuracy of the greedily decoded answer; (key, colour, legend name)
+# accuracy of the greedily decoded answer, image runs the top-1 test accuracy; (key, colour,
+# legend name)
 ACCURACY_LINES = [("acc_cube", "C0", "whole cube"), ("acc_unseen", "C3", "unseen part"),
-                  ("seq_acc", "C0", "whole answer"), ("digit_acc", "C3", "answer digits")]
+                  ("seq_acc", "C0", "whole answer"), ("digit_acc", "C3", "answer digits"),
+                  ("acc", "C0", "test top-1")]
 
 
 def plot_accuracy(by_init, title):  # one line per seed, one colour per part of the cube or answer

@@ -1,0 +1,60 @@
+#!/bin/sh
+# make table-vision, or experiments/vision_table.sh [--paper] [--seeds N] [--epochs E]: the vision
+# table. Trains a Vision Transformer on Fashion-MNIST and CIFAR-10 with the default, mimetic,
+# impulse, qk-svd and mask inits (the last two from G, the 2-D 3x3 locality prior) for seeds
+# 1..N (2 unless --seeds says otherwise), then prints test accuracy mean ± std, each init's
+# paired difference to default on the same seeds, and the final prior mass, beside the paper's
+# CIFAR-10 column (tools/vision_table.py, from the runs' metrics.json), and draws the prior mass
+# against the step (tools/plot.py).
+#   default (CPU size, about an hour on 2 cores): C 64, L 4, NH 4, HS 16, MLP 128, patch 4,
+#            batch 128, 2 epochs (--epochs E for more), AdamW lr 1e-3 wd 0.05, warmup 5% then
+#            cosine, gradient clipping at 1, label smoothing 0.1, random crop (padding 2 on the
+#            28x28 Fashion-MNIST, 4 on CIFAR-10) and flip.
+#   --paper: ViT-Tiny (C 192, L 12, NH 3, HS 64, MLP 768, patch 4), batch 128, 200 epochs, the
+#            same recipe pieces; meant for a GPU. The paper's heavier recipe (RandAugment,
+#            Mixup/CutMix, EMA, 224x224 or patch 2) is not here.
+# Data: Fashion-MNIST from $FASHION_DIR (default: Debian's dataset-fashion-mnist folder);
+# CIFAR-10 from $CIFAR10_DIR (default data/cifar-10-batches-bin, which data/get_cifar.sh
+# fetches), either the official binary version or an image folder (train/<class>/*,
+# test/<class>/*, e.g. CIFAR-10 as JPEG files), whichever the folder holds.
+# Runs land in runs/table-vision/cpu or .../paper; a run whose metrics.json exists is kept, so
+# an interrupted table continues where it stopped (delete the folder to start over).
+set -e
+cd "$(dirname "$0")/.."
+epochs=""
+for arg in "$@"; do
+    if [ "$want_epochs" = 1 ]; then epochs=$arg; want_epochs=0; continue; fi
+    case $arg in --epochs) want_epochs=1 ;; *) rest="$rest $arg" ;; esac
+done
+# shellcheck disable=SC2086
+set -- $rest
+. experiments/table_common.sh
+case "$rest" in *--seeds*) ;; *) count=2 ;; esac  # 2 seeds here unless --seeds says otherwise
+[ -n "$epochs" ] || { [ $size = paper ] && epochs=200 || epochs=2; }
+fashion_dir=${FASHION_DIR:-/usr/share/datasets/fashion-mnist}
+cifar_dir=${CIFAR10_DIR:-data/cifar-10-batches-bin}
+if [ -f "$cifar_dir/data_batch_1.bin" ]; then cifar="--task cifar10 --data-dir $cifar_dir"
+elif [ -d "$cifar_dir/train" ]; then cifar="--task images --data-dir $cifar_dir"
+else
+    echo "vision_table.sh: error: no CIFAR-10 in $cifar_dir (run sh data/get_cifar.sh 10, or set CIFAR10_DIR)" >&2
+    exit 2
+fi
+root=runs/table-vision/$size
+if [ $size = paper ]; then model="--width 192 --layers 12 --heads 3 --head-size 64 --mlp 768"
+else model="--width 64 --layers 4 --heads 4 --head-size 16 --mlp 128"; fi
+for data in fashion-mnist cifar10; do
+    if [ $data = fashion-mnist ]; then flags="--task fashion-mnist --data-dir $fashion_dir --crop-pad 2"
+    else flags="$cifar --crop-pad 4"; fi
+    for init in default mimetic impulse qk-svd mask; do
+        seed=1
+        while [ "$seed" -le "$count" ]; do
+            echo "$root/$data-$init-s$seed $flags --init $init --seed $seed $model --patch 4 --batch 128" \
+                 "--epochs $epochs --eval-every 400 --log-every 100"
+            seed=$((seed + 1))
+        done
+    done
+done | sh experiments/run_many.sh --keep-finished
+/usr/bin/python3 tools/vision_table.py "$root"
+for data in fashion-mnist cifar10; do
+    /usr/bin/python3 tools/plot.py "$root/$data"-*-s1 --out "$root/plots-$data"
+done
