@@ -27,12 +27,8 @@ for setting in add3:0.0005 add3:0.001 add3:0.002 add3:0.004 add3:0.01 mul2:0.03 
     task=${setting%%:*}
     frac=${setting#*:}
     for init in default qk-svd qk-opt mask; do
-        seed=1
-        while [ "$seed" -le "$count" ]; do
-            echo "$root/$task-$frac-$init-s$seed --task $task --data-frac $frac --init $init --seed $seed" \
-                "--lr 1e-3 --wd 1e-3 $flags --eval-every 100000"
-            seed=$((seed + 1))
-        done
+        runs_for_seeds "$root/$task-$frac-$init" \
+            "--task $task --data-frac $frac --init $init --lr 1e-3 --wd 1e-3 $flags --eval-every 100000"
     done
 done | sh experiments/run_many.sh --keep-finished
 /usr/bin/python3 tools/arithmetic_table.py "$root"

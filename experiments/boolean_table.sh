@@ -23,11 +23,7 @@ for task in 2parity maj3 cyclic3; do
         flags="--lr 1e-3"
     fi
     for init in default qk-svd qk-opt mask; do
-        seed=1
-        while [ "$seed" -le "$count" ]; do
-            echo "$root/$task-$init-s$seed --task $task --init $init --seed $seed --optimizer adam --wd 1e-3 $flags"
-            seed=$((seed + 1))
-        done
+        runs_for_seeds "$root/$task-$init" "--task $task --init $init --optimizer adam --wd 1e-3 $flags"
     done
 done | sh experiments/run_many.sh --keep-finished
 /usr/bin/python3 tools/boolean_table.py "$root"

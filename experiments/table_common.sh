@@ -16,3 +16,13 @@ while [ $# -gt 0 ]; do
 done
 case $count in ''|*[!0-9]*|0) echo "$(basename "$0"): error: --seeds needs a count of at least 1" >&2; exit 2 ;; esac
 
+# runs_for_seeds FOLDER FLAGS: one line per seed 1..count for experiments/run_many.sh,
+# "FOLDER-sN FLAGS --seed N"
+runs_for_seeds() {
+    seed=1
+    while [ "$seed" -le "$count" ]; do
+        echo "$1-s$seed $2 --seed $seed"
+        seed=$((seed + 1))
+    done
+}
+

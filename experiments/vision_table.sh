@@ -46,12 +46,8 @@ for data in fashion-mnist cifar10; do
     if [ $data = fashion-mnist ]; then flags="--task fashion-mnist --data-dir $fashion_dir --crop-pad 2"
     else flags="$cifar --crop-pad 4"; fi
     for init in default mimetic impulse qk-svd mask; do
-        seed=1
-        while [ "$seed" -le "$count" ]; do
-            echo "$root/$data-$init-s$seed $flags --init $init --seed $seed $model --patch 4 --batch 128" \
-                 "--epochs $epochs --eval-every 400 --log-every 100"
-            seed=$((seed + 1))
-        done
+        runs_for_seeds "$root/$data-$init" \
+            "$flags --init $init $model --patch 4 --batch 128 --epochs $epochs --eval-every 400 --log-every 100"
     done
 done | sh experiments/run_many.sh --keep-finished
 /usr/bin/python3 tools/vision_table.py "$root"
