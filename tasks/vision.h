@@ -57,7 +57,13 @@ struct VisionTask : Task {
         name = task_name;
         const ImageSet& train = data.train;
         const int P = s.patch;
+        const ImageSet& test = data.test;
         if (train.size() == 0) throw std::runtime_error(task_name + ": the training split has no images");
+        if (test.channels != train.channels || test.height != train.height || test.width != train.width)
+            throw std::runtime_error(task_name + ": the test images are " + std::to_string(test.channels) + "x" +
+                                     std::to_string(test.height) + "x" + std::to_string(test.width) +
+                                     ", the training images " + std::to_string(train.channels) + "x" +
+                                     std::to_string(train.height) + "x" + std::to_string(train.width));
         if (P < 1 || train.height % P != 0 || train.width % P != 0)
             throw std::runtime_error(task_name + ": --patch " + std::to_string(P) + " does not divide its " +
                                      std::to_string(train.height) + "x" + std::to_string(train.width) + " images");

@@ -3,6 +3,7 @@
 // vision task (2-D G by hand, normalisation, augmentation as a pure function of the draw), and
 // the default init of an image model. Uses test_model.cu's helpers (one translation unit).
 #include "test_util.h"
+#include "thrown.h"
 #include "layers/patch_embedding.cuh"
 #include "tasks/vision.h"
 
@@ -169,7 +170,8 @@ TEST_CASE("vision task: normalised pixels, augmentation a pure function of the d
     CHECK(c == a);
 }
 
-TEST_CASE("vision task: top-1 scorer counts as it goes; a patch that does not divide the image is refused") {
+TEST_CASE("vision task: the top-1 scorer counts as it goes; a patch that does not divide the image is refused, "
+          "and so are test images of another shape") {
     VisionSettings s;
     s.patch = 2;
     VisionTask task("tiny", tiny_images(3, 4), s);  // test labels 0 1 2 0
@@ -183,4 +185,9 @@ TEST_CASE("vision task: top-1 scorer counts as it goes; a patch that does not di
     s.patch = 3;
     CHECK(message_of<std::runtime_error>([&] { VisionTask("tiny", tiny_images(3, 3), s); })
               .find("does not divide") != std::string::npos);
+    ImageData other_sizes = tiny_images(3, 3);
+    other_sizes.test.height = other_sizes.test.width = 2;  // 2x2x2 images, 4 of them in the same bytes
+    s.patch = 2;
+    CHECK(message_of<std::runtime_error>([&] { VisionTask("tiny", other_sizes, s); })
+              .find("the test images are 2x2x2, the training images 2x4x4") != std::string::npos);
 }
