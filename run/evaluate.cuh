@@ -93,11 +93,8 @@ struct TrainAccuracy {
         if (c.head != HEAD_CLASS) return;
         logits.resize((size_t)batch.rows * c.OUT);
         buffer_copy(logits.data(), DEVICE_CPU, model_activations(model, batch.rows).logits, model.dev, logits.size());
-        for (int b = 0; b < batch.rows; b++) {
-            const float* row = &logits[(size_t)b * c.OUT];
-            correct += std::max_element(row, row + c.OUT) - row == (int)batch.targets[b];
-            seen++;
-        }
+        for (int b = 0; b < batch.rows; b++, seen++)
+            correct += top_class(&logits[(size_t)b * c.OUT], c.OUT) == (int)batch.targets[b];
     }
     // adds "train_acc" to the evaluation's metrics (when a batch was seen since the last), and
     // starts counting again

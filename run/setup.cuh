@@ -130,10 +130,11 @@ inline int64_t warmup_steps(const Options& opt, int64_t steps) {
     return is_image_task(opt.task) ? steps / 20 : 0;
 }
 
-// The learning rate of the step about to be taken (run/schedule.h); constant: --lr itself.
+// The learning rate of the step about to be taken (run/schedule.h); constant is the cosine that
+// ends where it starts (min_lr 1): --lr itself after any warmup.
 inline float step_learning_rate(const Options& opt, int64_t step, int64_t steps) {
-    if (opt.schedule == "constant") return learning_rate(step, steps, opt.lr, warmup_steps(opt, steps), 1.0f);
-    return learning_rate(step, steps, opt.lr, warmup_steps(opt, steps), opt.min_lr);
+    const float end = opt.schedule == "constant" ? 1.0f : opt.min_lr;
+    return learning_rate(step, steps, opt.lr, warmup_steps(opt, steps), end);
 }
 
 inline void set_optimizer(Model& model, const Options& opt) {

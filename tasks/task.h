@@ -44,6 +44,11 @@ inline uint64_t example_draw(uint64_t seed, int64_t step, int row) {
     return splitmix64(splitmix64(splitmix64(seed) ^ (uint64_t)step) ^ (uint64_t)row);
 }
 
+// The class a row of logits (classes) picks: the first of equal maxima, as torch.argmax.
+inline int top_class(const float* row, int classes) {
+    return (int)(std::max_element(row, row + classes) - row);
+}
+
 // The slot of a token example (no pixels).
 inline ExampleSlot token_slot(int* tokens, float* targets) { return {tokens, nullptr, targets}; }
 

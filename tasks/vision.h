@@ -36,11 +36,7 @@ struct TopOneScorer : Scorer {
     TopOneScorer(const std::vector<int>& l, int k) : labels(l), classes(k) {}
     void add(int first, int rows, const float* logits) override {
         for (int r = 0; r < rows; r++) {
-            const float* row = logits + (size_t)r * classes;
-            int best = 0;
-            for (int k = 1; k < classes; k++)
-                if (row[k] > row[best]) best = k;  // the first of equal maxima, as torch.argmax
-            correct += best == labels[first + r];
+            correct += top_class(logits + (size_t)r * classes, classes) == labels[first + r];
             seen++;
         }
     }
