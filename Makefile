@@ -18,6 +18,9 @@
 #                   (ARITHMETIC_ARGS="--paper --seeds N")
 #   make table-vision  a ViT on Fashion-MNIST and CIFAR-10: 5 inits x 2 seeds, 2 epochs (about an
 #                   hour on 2 cores; VISION_ARGS="--seeds N --epochs E", or "--paper" for a GPU)
+#   make table-lm   a causal LM on a TinyStories sample and WikiText-2: 6 inits x 2 seeds, 2000 steps
+#                   (about 40 minutes on 2 cores; LM_ARGS="--seeds N --steps S", or "--paper" for a GPU)
+#   make test-large the logits' kernels past 2^31 floats (a GPU with ~18 GB; also in gpu-check)
 #   make gpu-check  the GPU tests, a paper-size GPU run and the PyTorch timing (needs a GPU)
 #   make bench      CPU speed against PyTorch eager, on the make-run model and a wider one, and
 #                   against this machine's FMA peak (tools/fma_peak)
@@ -47,6 +50,8 @@ BOOLEAN_ARGS ?=
 ARITHMETIC_ARGS ?=
 # make table-vision: --paper (ViT-Tiny, for a GPU), --seeds N, --epochs E
 VISION_ARGS ?=
+# make table-lm: --paper (a GPU size), --seeds N, --steps S
+LM_ARGS ?=
 
 # Host code: HOST_MARCH picks the instructions (native: this machine's widest vectors; x86-64-v3
 # for a binary that must start on any AVX2 machine, such as the GPU machine). -ffp-contract=off:
@@ -83,9 +88,10 @@ EMU_FLAGS = $(EMU_BASE) $(EMU_OPT)
 EMU_SANITIZE = $(EMU_BASE) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
 EMU_LIBS  = -lboost_context -lz
 EMU_HEADERS = $(wildcard emu/*.h)
-EMU_TESTS = tests/emulated_tests.cu tests/test_gpu.cu tests/test_emulation.cu tests/test_util.h tests/temp_dir.h
+EMU_TESTS = tests/emulated_tests.cu tests/test_gpu.cu tests/test_gpu_vision.cu tests/test_gpu_language.cu \
+            tests/test_emulation.cu tests/test_util.h tests/temp_dir.h tests/text_fixture.h
 
-.PHONY: all run test test-emulated table-boolean table-arithmetic table-vision sweep-2parity gpu-check gpu-include bench deps \
+.PHONY: all run test test-emulated table-boolean table-arithmetic table-vision table-lm test-large sweep-2parity gpu-check gpu-include bench deps \
         clean
 
 all: maskprior
@@ -127,11 +133,18 @@ table-arithmetic: deps maskprior
 table-vision: deps maskprior
 	@sh experiments/vision_table.sh $(VISION_ARGS)
 
+table-lm: deps maskprior
+	@sh experiments/lm_table.sh $(LM_ARGS)
+
 sweep-2parity: deps maskprior
 	@sh experiments/sweep_2parity.sh
 
 gpu-check:
 	@sh tests/gpu_check.sh
+
+# the kernels of a language model's logits past 2^31 floats: ~18 GB of GPU memory (skipped without a GPU)
+test-large: tests/unit_tests
+	MASKPRIOR_LARGE_TESTS=1 ./tests/unit_tests --no-intro=true -tc="*past 2^31*"
 
 # Copies the headers of the Debian packages the build needs into gpu_include/ (git-ignored),
 # for a GPU machine without them: carry gpu_include there; gpu-check uses it when present.

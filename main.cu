@@ -10,11 +10,13 @@
 #include "run/evaluate.cuh"    // evaluate, write_pictures, write_structure_picture
 #include "run/options.h"       // parse_options
 #include "run/report.cuh"      // RunLog, Progress, write_metrics, print_final_table
+#include "run/sample.cuh"      // generate
 #include "run/setup.cuh"       // make_task, model_config, prior_structure, initialise, resume, print_startup
 #include "tasks/batch.h"       // Batch, training_batch, loss_positions
 
 static int train(int argc, char** argv) {
     const Options opt = parse_options(argc, argv);
+    if (!opt.generate.empty()) return generate(opt, pick_device(opt));  // text from a checkpoint, then stop
     const std::unique_ptr<Task> task = make_task(opt);
     const Device dev = pick_device(opt);
     printf("maskprior: training on the %s: %s\n", dev == DEVICE_GPU ? "GPU" : "CPU (no GPU in use)",
@@ -70,7 +72,9 @@ static int train(int argc, char** argv) {
     }
 
     // the training loop
-    Progress progress{log_every, steps, dev, task->image_input() ? B : 0};
+    const bool language = is_language_task(opt.task);
+    Progress progress{log_every, steps, dev, task->image_input() ? B : language ? B * task->seq_len : 0,
+                      task->image_input() ? "images" : "tokens"};
     TrainAccuracy train_accuracy;  // classification: top-1 on the training batches between evaluations
     float loss = 0;
     for (int64_t step = start_step; step < steps; step++) {
@@ -106,7 +110,8 @@ static int train(int argc, char** argv) {
     checkpoint_save(save_path, cfg, training_state(model), run_meta);
     const std::string loss_name = cfg.head == HEAD_REGRESSION ? opt.loss : "cross-entropy";
     write_metrics(out_dir,
-                  {{"task", opt.task}, {"init", opt.init}, {"seed", opt.seed}, {"optimizer", opt.optimizer},
+                  {{"task", opt.task}, {"init", opt.init}, {"variant", init_variant(opt)}, {"seed", opt.seed},
+                   {"data_dir", opt.data_dir}, {"optimizer", opt.optimizer},
                    {"encoding", opt.encoding}, {"loss", loss_name}, {"steps", steps}, {"seconds", seconds},
                    {"final_loss", loss}, {"train_examples", task->train_size()}, {"eval_examples", task->eval_size()}},
                   ev, dev, command_line(argc, argv));

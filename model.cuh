@@ -16,6 +16,7 @@
 //   y = head(ln_f(x))                                       (B,T,V)
 //   loss = sum_{b,t} w_bt CE(y_bt, next token_bt) / sum w_bt  w: the loss mask (the answer)
 #pragma once
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -205,6 +206,7 @@ struct Model {
     AdamWSettings adam;
     float weight_decay = 1e-3f, mask_weight_decay = 0.0f;
     float label_smoothing = 0.0f;  // of the cross-entropy heads
+    bool freeze_mask = false;      // --freeze-mask: M is a constant, with no gradient and no update
     float* norm_scratch;           // (grad_norm_scratch_size(num_params)) model_clip_gradients' partial sums
     int adam_t = 0;  // optimizer steps taken
 };
@@ -501,6 +503,11 @@ inline void model_backward(Model& model, int rows) {
         layernorm_backward(dev, dx.input, dw.ln1w, dw.ln1b, dx.ln1, x.input, w.ln1w, x.ln1_mean, x.ln1_rstd, BT, C);
     }
     input_backward(model, a, d, B);
+    if (model.freeze_mask && c.mask_heads > 0) {  // a constant has no gradient
+        const TensorInfo& mask = *std::find_if(model.layout.begin(), model.layout.end(),
+                                               [](const TensorInfo& t) { return t.field == &ParamTensors::mask; });
+        buffer_zero(dev, g.mask, mask.numel * mask.slices);
+    }
 }
 
 // Clips the gradient of every parameter at once to the global norm max_norm (layers/clip.cuh);
@@ -509,11 +516,12 @@ inline double model_clip_gradients(Model& model, float max_norm) {
     return clip_grad_norm(model.dev, model.grads_mem, model.num_params, max_norm, model.norm_scratch);
 }
 
-// One AdamW step over every parameter tensor; the mask has its own weight decay.
+// One AdamW step over every parameter tensor; the mask has its own weight decay, and a frozen
+// mask none of it.
 inline void model_update(Model& model) {
     model.adam_t++;
     for (const TensorInfo& info : model.layout) {
-        if (info.numel == 0) continue;
+        if (info.numel == 0 || (info.field == &ParamTensors::mask && model.freeze_mask)) continue;
         size_t n = info.numel * info.slices;
         float wd = info.field == &ParamTensors::mask ? model.mask_weight_decay : model.weight_decay;
         adamw_update(model.dev, model.params.*info.field, model.m.*info.field, model.v.*info.field,

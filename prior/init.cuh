@@ -8,7 +8,11 @@
 //            Images, as the impulse init's authors train a ViT (timm, weight_init=skip): the
 //            patch embedding and every Linear keep U(±1/sqrt(fan_in)) (a Conv2d's default is the
 //            same bound, fan_in = channels·P·P); position embedding N(0, 0.02²); CLS token 0.
-//   mask:    default, then M_ij = +c where G_ij = 1 and -c elsewhere.
+//            Language models (WEIGHTS_GPT2), as GPT-2 and nanoGPT: every Linear weight and both
+//            embeddings N(0, 0.02²), the residual projections (attn.proj, mlp.proj) N(0, (0.02/sqrt(2L))²)
+//            so that the residual stream's variance does not grow with depth; biases 0.
+//   mask:    default, then M_ij = +c where G_ij = 1 and -c elsewhere; or the ALiBi-shaped distance
+//            prior (init_mask_alibi: log σ(M_ij) = -m_h (i - j), one slope per head).
 //   qk-svd:  default, then Wq, Wk of each head set in closed form so that the first attention's
 //            logits are c·G (pseudo-inverse + truncated SVD); q, k biases 0. No mask.
 //   qk-opt:  default, then Wq, Wk of each head fitted by Adam, through the model's own
@@ -33,7 +37,9 @@ inline bool ends_with(const std::string& s, const std::string& tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-inline void init_default(const Config& c, float* params, Rng& rng) {
+enum WeightInit { WEIGHTS_PYTORCH, WEIGHTS_GPT2 };
+
+inline void init_default(const Config& c, float* params, Rng& rng, WeightInit style = WEIGHTS_PYTORCH) {
     // params (num_params) host memory
     const std::vector<TensorInfo> layout = param_layout(c);
     for (size_t t = 0; t < layout.size(); t++) {
@@ -48,11 +54,16 @@ inline void init_default(const Config& c, float* params, Rng& rng) {
         } else if (name == "wpe" && c.image_input()) {
             for (size_t i = 0; i < n; i++) p[i] = 0.02f * rng.normal();
         } else if (name == "wte" || name == "wpe") {
-            for (size_t i = 0; i < n; i++) p[i] = rng.normal();
+            const float sd = style == WEIGHTS_GPT2 ? 0.02f : 1.0f;
+            for (size_t i = 0; i < n; i++) p[i] = sd * rng.normal();
         } else if (name.find("ln") != std::string::npos) {  // ln1, ln2, ln_f
             for (size_t i = 0; i < n; i++) p[i] = ends_with(name, ".weight") ? 1.0f : 0.0f;
         } else if (info.field == &ParamTensors::mask) {
             for (size_t i = 0; i < n; i++) p[i] = 0.0f;
+        } else if (style == WEIGHTS_GPT2) {
+            const bool residual = info.field == &ParamTensors::attprojw || info.field == &ParamTensors::fcprojw;
+            const float sd = residual ? 0.02f / sqrtf(2.0f * c.L) : 0.02f;
+            for (size_t i = 0; i < n; i++) p[i] = ends_with(name, ".bias") ? 0.0f : sd * rng.normal();
         } else {
             // a Linear weight (out, in) has fan_in = in; its bias, listed right after it, the same
             const TensorInfo& weight = ends_with(name, ".bias") ? layout[t - 1] : info;
@@ -80,6 +91,28 @@ inline void init_mask_from_structure(const Config& c, float* params, const Struc
         for (int h = 0; h < c.mask_heads; h++) {
             float* m = mask + ((size_t)l * c.mask_heads + h) * c.T * c.T;
             for (int ij = 0; ij < c.T * c.T; ij++) m[ij] = G.head(h)[ij] != 0 ? mask_c : -mask_c;
+        }
+}
+
+// The ALiBi-shaped distance prior (Press et al. 2022) as a mask, one per head: the target bias of
+// key j for query i is b_ij = -m_h (i - j), m_h = 2^(-8(h+1)/NH) ALiBi's geometric slopes, reached
+// exactly by M = b - log(1 - e^b), since then log σ(M) = b. The diagonal (b = 0, M = +inf) gets
+// +c and every entry is clamped to [-c, c], so the far past saturates at log σ(-c) ≈ -c. The
+// future (j > i) is hidden by causal attention anyway; it gets -c.
+inline float alibi_slope(int h, int NH) { return std::pow(2.0f, -8.0f * (h + 1) / NH); }
+
+inline void init_mask_alibi(const Config& c, float* params, float mask_c) {
+    if (c.mask_heads != c.NH) fail("the ALiBi-shaped mask needs one mask per head (internal)");
+    float* mask = param_bind(c, params).mask;  // (prior layers, NH, T, T)
+    for (int l = 0; l < c.prior_layer_count(); l++)
+        for (int h = 0; h < c.NH; h++) {
+            float* m = mask + ((size_t)l * c.NH + h) * c.T * c.T;
+            for (int i = 0; i < c.T; i++)
+                for (int j = 0; j < c.T; j++) {
+                    const double b = -(double)alibi_slope(h, c.NH) * (i - j);
+                    const double exact = j > i ? -mask_c : j == i ? mask_c : b - std::log(-std::expm1(b));
+                    m[(size_t)i * c.T + j] = (float)std::min<double>(mask_c, std::max<double>(-mask_c, exact));
+                }
         }
 }
 

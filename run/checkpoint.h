@@ -58,6 +58,38 @@ inline Metadata config_metadata(const Config& c) {
             {"pool", c.pool == POOL_MEAN ? "mean" : "cls"}};
 }
 
+// The config of a token model's checkpoint, from its metadata (config_metadata read back):
+// what --generate builds without being told the shapes. path names the file in errors.
+inline Config config_from_metadata(const Metadata& meta, const std::string& path) {
+    auto number = [&](const char* key) {
+        auto it = meta.find(key);
+        const int v = it == meta.end() ? 0 : atoi(it->second.c_str());
+        if (v < 1) fail("%s: metadata has no valid '%s'", path.c_str(), key);
+        return v;
+    };
+    auto text = [&](const char* key) {
+        auto it = meta.find(key);
+        return it == meta.end() ? std::string() : it->second;
+    };
+    Config c;
+    c.C = number("width");
+    c.L = number("layers");
+    c.NH = number("heads");
+    c.HS = number("head_size");
+    c.MLP = number("mlp");
+    c.T = number("seq_len");
+    c.V = number("vocab");
+    c.OUT = number("out");
+    c.mask_heads = text("mask") == "layer" ? 1 : text("mask") == "head" ? c.NH : 0;
+    c.prior_layers = text("mask_layers") == "first" ? PRIOR_FIRST_LAYER : PRIOR_ALL_LAYERS;
+    c.causal = text("causal") == "1";
+    c.head = text("head_type") == "next_token" ? HEAD_NEXT_TOKEN : text("head_type") == "class" ? HEAD_CLASS
+                                                                                                : HEAD_REGRESSION;
+    if (text("encoding") == "scalar" || (text("image") != "" && text("image") != "none"))
+        fail("%s: not a token model with token encoding", path.c_str());
+    return c;
+}
+
 // Keys added after the first checkpoints were written, and what a file without them means.
 static const Metadata METADATA_ADDED_LATER = {{"encoding", "token"}, {"loss", "mse"},  {"mask_layers", "all"},
                                               {"image", "none"},     {"patch", "0"},    {"pool", "cls"}};

@@ -28,17 +28,22 @@ inline ModelInput batch_input(const Batch& batch) {
 }
 
 // Runs the whole evaluation set through the model, B rows at a time, handing the outputs to the
-// task's Scorer batch by batch. Next-token tasks are
+// task's Scorer batch by batch. Next-token tasks with decode positions (arithmetic) are
 // scored on their greedy decoding (tasks/decode.h): the model writes its answer token by token
 // from the prompt alone; loss and attention come from the teacher-forced pass on the true
-// sequence, as in training. positions (T): the loss mask of one example, or empty.
+// sequence, as in training. A language model (next token, nothing to decode) is scored on the
+// loss of every position: its Scorer gets the per-token losses (rows, T). The loss is the plain
+// one: label smoothing is a training device. positions (T): the loss mask of one example, or empty.
 inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, const PersistenceReference& ref,
                            const std::vector<float>& positions) {
     const Config& c = model.cfg;
     const int n = task.eval_size();
     const size_t TT = (size_t)c.T * c.T;
     const std::vector<int> decode_at = task.decode_positions();
-    const int per_example = task.next_token ? (int)decode_at.size() : c.OUT;
+    const bool token_losses = task.next_token && decode_at.empty();
+    const int per_example = token_losses ? c.T : task.next_token ? (int)decode_at.size() : c.OUT;
+    const float smoothing = model.label_smoothing;
+    model.label_smoothing = 0;
     std::vector<float> outputs((size_t)model.B * per_example);  // (rows, per_example): the head, or decoded tokens
     const std::unique_ptr<Scorer> scorer = task.scorer();
     std::vector<float> att((size_t)model.B * c.NH * TT);  // (rows,NH,T,T) one layer's A
@@ -53,6 +58,7 @@ inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, c
         ev.loss += model_forward(model, batch_input(batch), batch.targets.data(), rows, batch.mask(), true) * rows;
         Activations a = model_activations(model, rows);
         if (!task.next_token) buffer_copy(outputs.data(), DEVICE_CPU, a.logits, model.dev, (size_t)rows * c.OUT);
+        if (token_losses) buffer_copy(outputs.data(), DEVICE_CPU, a.losses, model.dev, (size_t)rows * c.T);
         for (int l = 0; l < c.L; l++) {
             size_t per_layer = (size_t)rows * c.NH * TT;
             buffer_copy(att.data(), DEVICE_CPU, a.att + l * per_layer, model.dev, per_layer);
@@ -61,7 +67,7 @@ inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, c
             for (int r = 0; r < rows; r++)
                 for (size_t k = 0; k < c.NH * TT; k++) sum[k] += att[r * c.NH * TT + k];
         }
-        if (task.next_token) {
+        if (task.next_token && !token_losses) {
             auto next_logits = [&](const int* tokens, int r, std::vector<float>& logits) {
                 model_forward(model, tokens, nullptr, r);
                 logits.resize((size_t)r * c.T * c.V);
@@ -74,6 +80,7 @@ inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, c
         }
         scorer->add(start, rows, outputs.data());
     }
+    model.label_smoothing = smoothing;
     for (double& m : ev.prior_mass) m /= n;
     for (double sum : attention_sum) ev.mean_attention.push_back((float)(sum / n));
     ev.loss /= n;

@@ -33,21 +33,32 @@ struct Options {
     std::string out, save, resume, dump_state;
     // images
     std::string data_dir;
-    int patch = 4, mask_window = 3, crop_pad = 4, resize = 0;
+    int patch = 4, mask_window = -1, crop_pad = 4, resize = 0;  // mask_window -1: the task's default
     bool flip = true, coarse_labels = false;
     std::string pool = "cls";
+    // language
+    int seq_len = 128, eval_windows = 1024;
+    std::string mask_prior = "window";  // window (±c from G) | alibi (one distance slope per head)
+    bool freeze_mask = false;
+    // sampling from a checkpoint (run/sample.cuh)
+    std::string generate, prompt;
+    int64_t sample_tokens = 200;
+    float temperature = 1.0f;
+    int top_k = 0;
     // the training recipe; the defaults depend on the task family (resolve_recipe below)
     std::string schedule;        // constant | cosine
     int64_t warmup = -1;         // steps of linear warmup; -1: the default (setup.cuh: warmup_steps)
     float min_lr = 0.0f;         // the cosine's end, a fraction of --lr
     float clip_grad = -1;        // global gradient-norm clip; 0: none
     float label_smoothing = -1;  // cross-entropy's
-    bool wd_given = false;
+    bool wd_given = false, task_given = false;
 };
 
 inline bool is_image_task(const std::string& task) {
     return task == "fashion-mnist" || task == "cifar10" || task == "cifar100" || task == "images";
 }
+
+inline bool is_language_task(const std::string& task) { return task == "lm"; }
 
 static const char* USAGE = R"(usage: maskprior [flags]
 Trains a small transformer whose attention carries a learnable mask log σ(M).
@@ -55,7 +66,8 @@ Trains a small transformer whose attention carries a learnable mask log σ(M).
 task and init
   --task NAME         2parity | maj3 | cyclic3 (Boolean GOTU tasks) |
                       add3 | mul2 (arithmetic, a causal decoder) |
-                      fashion-mnist | cifar10 | cifar100 | images (a ViT) (maj3)
+                      fashion-mnist | cifar10 | cifar100 | images (a ViT) |
+                      lm (a causal language model on a token folder)  (maj3)
   --init NAME         default (no mask) | mask (M = ±c from the task's G) |
                       qk-svd | qk-opt (the same prior in Wq, Wk; no mask) |
                       mimetic (Wq^T Wk ≈ 0.7 Z + 0.7 I; no G) |
@@ -92,6 +104,23 @@ images (a Vision Transformer: CLS + patches)
   --resize N          images: resize every image to N x N (else all must
                       have the first image's size)
   --coarse-labels     cifar100: the 20 coarse classes, not the 100 fine
+language (a causal LM: every position predicts the next token)
+  --data-dir DIR      lm: the folder data/prepare_text.py wrote (train.bin,
+                      val.bin, tokenizer.bin)
+  --seq-len T         tokens per window                                (128)
+  --mask-window W     G: query i sees keys i-W+1 .. i    (lm: 16; images: 3)
+  --mask-prior P      window (M = ±c from G) | alibi (one M per head, log σ(M)
+                      = -m_h (i - j), ALiBi's slopes; implies --mask-per-head)
+                                                                   (window)
+  --freeze-mask       the mask keeps its initial value: a fixed bias, not learned
+  --eval-windows N    the most validation windows evaluated            (1024)
+sampling (prints text from a language model's checkpoint, then exits)
+  --generate FILE     the checkpoint (its folder's run or --data-dir gives
+                      the tokenizer)
+  --prompt TEXT       the text to continue                             ("")
+  --sample-tokens N   tokens to generate                               (200)
+  --temperature X     softmax temperature; 0: greedy                   (1)
+  --top-k K           sample among the K likeliest tokens; 0: all      (0)
 model
   --width C           residual width                                   (32)
   --layers L          transformer blocks                               (2)
@@ -110,14 +139,14 @@ training
                       on ±1 targets)                                   (mse)
   --lr LR             learning rate                                    (1e-3)
   --wd WD             weight decay, all weights but the mask
-                                                    (images: 0.05; else 1e-3)
+                                        (images: 0.05; lm: 0.1; else 1e-3)
   --mask-wd WD        weight decay of the mask                         (0)
   --schedule S        constant | cosine (linear warmup, then cosine decay
-                      to --min-lr · lr)         (images: cosine; else constant)
-  --warmup N          warmup steps                 (images: steps/20; else 0)
+                      to --min-lr · lr)     (images, lm: cosine; else constant)
+  --warmup N          warmup steps            (images, lm: steps/20; else 0)
   --min-lr F          the cosine's end as a fraction of --lr           (0)
   --clip-grad X       clip the global gradient norm to X; 0: no clipping
-                                                        (images: 1; else 0)
+                                                    (images, lm: 1; else 0)
   --label-smoothing E cross-entropy with smoothed targets (images: 0.1; else 0)
   --seed S            fixes init, data order and so the whole run      (1)
   --device D          auto | cpu | cuda (auto: the GPU if there is one) (auto)
@@ -161,31 +190,47 @@ inline std::string parse_choice(const std::string& flag, const char* text, std::
     fail("%s must be one of %s, got '%s'", flag.c_str(), list.c_str(), text);
 }
 
-// The image flags given to a task without images are refused; --init impulse needs images.
-inline void check_image_flags(const Options& o, int argc, char** argv) {
-    const bool images = is_image_task(o.task);
-    static const char* image_flags[] = {"--data-dir", "--patch", "--pool", "--mask-window", "--crop-pad", "--resize",
-                                        "--no-flip", "--coarse-labels"};
-    for (int i = 1; i < argc && !images; i++)
+// The flags of one task family given to another are refused: the image flags, the language
+// flags, and --data-dir and --mask-window, which both take. --init impulse needs images.
+inline void check_task_flags(const Options& o, int argc, char** argv) {
+    const bool images = is_image_task(o.task), language = is_language_task(o.task);
+    static const char* image_flags[] = {"--patch", "--pool", "--crop-pad", "--resize", "--no-flip", "--coarse-labels"};
+    static const char* language_flags[] = {"--seq-len", "--eval-windows", "--mask-prior"};
+    static const char* data_flags[] = {"--data-dir", "--mask-window"};
+    for (int i = 1; i < argc; i++) {
         for (const char* f : image_flags)
-            if (argv[i] == std::string(f)) fail("%s is for the image tasks, not %s", f, o.task.c_str());
+            if (!images && argv[i] == std::string(f)) fail("%s is for the image tasks, not %s", f, o.task.c_str());
+        for (const char* f : language_flags)
+            if (!language && argv[i] == std::string(f)) fail("%s is for --task lm, not %s", f, o.task.c_str());
+        for (const char* f : data_flags)
+            if (!images && !language && argv[i] == std::string(f))
+                fail("%s is for the image tasks and --task lm, not %s", f, o.task.c_str());
+    }
     if (o.init == "impulse" && !images) fail("--init impulse is for the image tasks, not %s", o.task.c_str());
     if (o.coarse_labels && o.task != "cifar100") fail("--coarse-labels is for cifar100, not %s", o.task.c_str());
     if (o.resize > 0 && o.task != "images") fail("--resize is for --task images, not %s", o.task.c_str());
     if (o.task == "images" && o.data_dir.empty()) fail("--task images needs --data-dir DIR (DIR/train/<class>/...)");
     if ((o.task == "cifar10" || o.task == "cifar100") && o.data_dir.empty())
         fail("--task %s needs --data-dir (the official binary version; data/get_cifar.sh fetches it)", o.task.c_str());
+    if (language && o.data_dir.empty() && o.generate.empty())
+        fail("--task lm needs --data-dir DIR, a folder that data/prepare_text.py wrote");
+    if (o.mask_prior == "alibi" && o.init != "mask") fail("--mask-prior alibi needs --init mask");
+    if (o.freeze_mask && o.init != "mask") fail("--freeze-mask needs --init mask");
 }
 
 // The recipe's defaults: a Vision Transformer trains with warmup and cosine decay, gradient
-// clipping, label smoothing and weight decay 0.05; the sequence tasks with a constant rate and
-// none of them, as GOTU's and Lee et al.'s code do. A flag given always wins.
+// clipping, label smoothing and weight decay 0.05; a language model (as nanoGPT does) with
+// warmup and cosine decay, clipping and weight decay 0.1; the Boolean and arithmetic tasks with
+// a constant rate and none of them, as GOTU's and Lee et al.'s code do. A flag given always wins.
 inline void resolve_recipe(Options& o) {
-    const bool images = is_image_task(o.task);
-    if (o.schedule.empty()) o.schedule = images ? "cosine" : "constant";
-    if (o.clip_grad < 0) o.clip_grad = images ? 1.0f : 0.0f;
+    const bool images = is_image_task(o.task), language = is_language_task(o.task);
+    if (o.schedule.empty()) o.schedule = images || language ? "cosine" : "constant";
+    if (o.clip_grad < 0) o.clip_grad = images || language ? 1.0f : 0.0f;
     if (o.label_smoothing < 0) o.label_smoothing = images ? 0.1f : 0.0f;
     if (!o.wd_given && images) o.wd = 0.05f;
+    if (!o.wd_given && language) o.wd = 0.1f;
+    if (o.mask_window < 0) o.mask_window = language ? 16 : 3;
+    if (o.mask_prior == "alibi") o.mask_per_head = true;  // one slope per head
 }
 
 inline Options parse_options(int argc, char** argv) {
@@ -199,6 +244,7 @@ inline Options parse_options(int argc, char** argv) {
         if (flag == "--tf32") { o.tf32 = true; continue; }
         if (flag == "--no-flip") { o.flip = false; continue; }
         if (flag == "--coarse-labels") { o.coarse_labels = true; continue; }
+        if (flag == "--freeze-mask") { o.freeze_mask = true; continue; }
         if (flag.rfind("--", 0) != 0) fail("unexpected argument '%s' (see --help)", flag.c_str());
         static const char* valued[] = {"--task", "--init", "--device", "--optimizer", "--seed", "--steps",
                                        "--epochs", "--batch", "--lr", "--wd", "--mask-wd", "--width", "--layers",
@@ -207,15 +253,19 @@ inline Options parse_options(int argc, char** argv) {
                                        "--prior-layers", "--qk-opt-steps", "--encoding", "--loss",
                                        "--data-frac", "--train-file", "--test-file", "--max-test", "--loss-on",
                                        "--data-dir", "--patch", "--pool", "--mask-window", "--crop-pad", "--resize",
-                                       "--schedule", "--warmup", "--min-lr", "--clip-grad", "--label-smoothing"};
+                                       "--schedule", "--warmup", "--min-lr", "--clip-grad", "--label-smoothing",
+                                       "--seq-len", "--eval-windows", "--mask-prior", "--generate", "--prompt",
+                                       "--sample-tokens", "--temperature", "--top-k"};
         bool known = false;
         for (const char* v : valued) known |= flag == v;
         if (!known) fail("unknown flag %s (see --help)", flag.c_str());
         if (i + 1 >= argc) fail("%s needs a value", flag.c_str());
         const char* value = argv[++i];
-        if (flag == "--task")
+        if (flag == "--task") {
+            o.task_given = true;
             o.task = parse_choice(flag, value, {"2parity", "maj3", "cyclic3", "add3", "mul2", "fashion-mnist",
-                                                "cifar10", "cifar100", "images"});
+                                                "cifar10", "cifar100", "images", "lm"});
+        }
         else if (flag == "--init")
             o.init = parse_choice(flag, value, {"default", "mask", "qk-svd", "qk-opt", "mimetic", "impulse"});
         else if (flag == "--device") o.device = parse_choice(flag, value, {"auto", "cpu", "cuda"});
@@ -255,11 +305,7 @@ inline Options parse_options(int argc, char** argv) {
         else if (flag == "--data-dir") o.data_dir = value;
         else if (flag == "--patch") o.patch = (int)parse_int(flag, value, 1);
         else if (flag == "--pool") o.pool = parse_choice(flag, value, {"cls", "mean"});
-        else if (flag == "--mask-window") {
-            o.mask_window = (int)parse_int(flag, value, 1);
-            if (o.mask_window % 2 == 0)
-                fail("--mask-window must be odd (a window centred on the patch), got %s", value);
-        }
+        else if (flag == "--mask-window") o.mask_window = (int)parse_int(flag, value, 1);
         else if (flag == "--crop-pad") o.crop_pad = (int)parse_int(flag, value, 0);
         else if (flag == "--resize") o.resize = (int)parse_int(flag, value, 1);
         else if (flag == "--schedule") o.schedule = parse_choice(flag, value, {"constant", "cosine"});
@@ -268,6 +314,14 @@ inline Options parse_options(int argc, char** argv) {
             o.min_lr = (float)parse_real(flag, value, 0, true);
             if (o.min_lr > 1) fail("--min-lr is a fraction of --lr, at most 1, got %s", value);
         }
+        else if (flag == "--seq-len") o.seq_len = (int)parse_int(flag, value, 1);
+        else if (flag == "--eval-windows") o.eval_windows = (int)parse_int(flag, value, 1);
+        else if (flag == "--mask-prior") o.mask_prior = parse_choice(flag, value, {"window", "alibi"});
+        else if (flag == "--generate") o.generate = value;
+        else if (flag == "--prompt") o.prompt = value;
+        else if (flag == "--sample-tokens") o.sample_tokens = parse_int(flag, value, 1);
+        else if (flag == "--temperature") o.temperature = (float)parse_real(flag, value, 0, true);
+        else if (flag == "--top-k") o.top_k = (int)parse_int(flag, value, 0);
         else if (flag == "--clip-grad") o.clip_grad = (float)parse_real(flag, value, 0, true);
         else if (flag == "--label-smoothing") {
             o.label_smoothing = (float)parse_real(flag, value, 0, true);
@@ -275,7 +329,22 @@ inline Options parse_options(int argc, char** argv) {
         }
     }
     if (steps_given && o.epochs > 0) fail("give --steps or --epochs, not both");
+    if (!o.generate.empty()) {  // sampling: the model and its task come from the checkpoint
+        if (o.task_given && !is_language_task(o.task))
+            fail("--generate samples from a language model, not %s", o.task.c_str());
+        static const char* sampling_flags[] = {"--generate", "--prompt", "--sample-tokens", "--temperature", "--top-k",
+                                               "--seed", "--device", "--data-dir", "--task"};
+        for (int i = 1; i < argc; i++) {
+            if (std::string(argv[i]).rfind("--", 0) != 0) continue;
+            bool allowed = false;
+            for (const char* f : sampling_flags) allowed |= argv[i] == std::string(f);
+            if (!allowed) fail("%s is not for --generate (the model comes from the checkpoint)", argv[i]);
+        }
+        o.task = "lm";
+    }
     if (o.mask_per_head && o.init != "mask") fail("--mask-per-head needs --init mask");
+    if (o.generate.empty() && (!o.prompt.empty() || o.top_k > 0))
+        fail("--prompt and --top-k are for --generate CHECKPOINT");
     bool structured = o.init == "mask" || o.init == "qk-svd" || o.init == "qk-opt";
     if (!o.mask_structure.empty() && !structured) fail("--mask-structure needs --init mask, qk-svd or qk-opt");
     const bool arithmetic = o.task == "add3" || o.task == "mul2";
@@ -285,7 +354,7 @@ inline Options parse_options(int argc, char** argv) {
     if (!arithmetic && !arithmetic_flag.empty())
         fail("%s is for the arithmetic tasks (add3, mul2), not %s", arithmetic_flag.c_str(), o.task.c_str());
     if (o.data_frac > 0 && !o.train_file.empty()) fail("give --data-frac or --train-file, not both");
-    check_image_flags(o, argc, argv);
+    check_task_flags(o, argc, argv);
     resolve_recipe(o);
     return o;
 }

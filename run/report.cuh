@@ -106,7 +106,8 @@ struct RunLog {
 struct Progress {
     int64_t every, steps;
     Device dev;
-    int images_per_step = 0;  // image tasks: the batch, to print images/s too
+    int items_per_step = 0;   // images (the batch) or tokens (batch x T) per step, to print their rate too
+    const char* items = "";   // "images" or "tokens"
     double window_start = now_seconds();
     double window_excluded = 0;  // seconds of the window that were not training
     int64_t window_steps = 0;
@@ -124,7 +125,7 @@ struct Progress {
         double now = now_seconds(), ms = 1000 * (now - window_start - window_excluded) / window_steps;
         printf("step %6lld/%lld | loss %.6f | %7.2f ms/step | %7.1f steps/s", (long long)done, (long long)steps, loss,
                ms, 1000 / ms);
-        if (images_per_step > 0) printf(" | %8.0f images/s", images_per_step * 1000 / ms);
+        if (items_per_step > 0) printf(" | %8.0f %s/s", items_per_step * 1000 / ms, items);
         printf(" | ETA %s\n", format_duration((steps - done) * ms / 1000).c_str());
         fflush(stdout);
         restart();

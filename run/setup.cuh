@@ -23,6 +23,7 @@
 #include "tasks/arithmetic.h"     // ArithmeticTask
 #include "tasks/boolean.h"        // BooleanTask
 #include "tasks/image_folder.h"   // load_image_folder
+#include "tasks/language.h"       // LanguageTask
 #include "tasks/vision.h"         // VisionTask, load_idx_folder, load_cifar_binary
 
 // Where Debian's dataset-fashion-mnist package puts the four IDX files
@@ -31,6 +32,13 @@ static const char* FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist";
 inline std::unique_ptr<Task> make_task(const Options& opt) {
     if (opt.task == "2parity" || opt.task == "maj3" || opt.task == "cyclic3")
         return std::make_unique<BooleanTask>(opt.task);
+    if (is_language_task(opt.task)) {  // a bad or missing token file throws, naming it
+        LanguageSettings settings;
+        settings.seq_len = opt.seq_len;
+        settings.window = opt.mask_window;
+        settings.eval_windows = opt.eval_windows;
+        return std::make_unique<LanguageTask>(opt.data_dir, settings);
+    }
     if (is_image_task(opt.task)) {  // a bad or missing data file throws, naming it
         ImageData data = opt.task == "fashion-mnist"
                              ? load_idx_folder(opt.data_dir.empty() ? FASHION_MNIST_DIR : opt.data_dir, true)
@@ -107,12 +115,13 @@ inline Config model_config(const Options& opt, const Task& task) {
                 fail("--loss logistic needs ±1 targets; task %s has the target %g", opt.task.c_str(), y);
         }
     }
-    // The kernels launch one thread per element of an activation with int row counts; keep the
-    // largest activation, B·T times its widest row, below 2^31 floats.
-    const long long widest = std::max({cfg.C, cfg.qkv_width(), cfg.MLP, cfg.NH * cfg.T, cfg.OUT});
+    // The kernels index the body's activations with int row counts; keep the largest, B·T times
+    // its widest row, below 2^31 floats. The logits (B·T·V for a language model) are indexed in
+    // 64 bits everywhere and may pass 2^31 (tests/test_large.cu proves it on a GPU).
+    const long long widest = std::max({cfg.C, cfg.qkv_width(), cfg.MLP, cfg.NH * cfg.T});
     const long long largest = (long long)opt.batch * cfg.T * widest;
     if (largest >= (1LL << 31))
-        fail("batch x sequence x width is too large: B·T·max(C, 3·NH·HS, MLP, NH·T, V) = %lld floats, "
+        fail("batch x sequence x width is too large: B·T·max(C, 3·NH·HS, MLP, NH·T) = %lld floats, "
              "the limit is 2^31", largest);
     return cfg;
 }
@@ -124,10 +133,10 @@ inline int64_t training_steps(const Options& opt, const Task& task) {
     return steps;
 }
 
-// the warmup's steps: --warmup, else 5% of the run for images (0 for the others)
+// the warmup's steps: --warmup, else 5% of the run for images and language models (0 for the others)
 inline int64_t warmup_steps(const Options& opt, int64_t steps) {
     if (opt.warmup >= 0) return opt.warmup;
-    return is_image_task(opt.task) ? steps / 20 : 0;
+    return is_image_task(opt.task) || is_language_task(opt.task) ? steps / 20 : 0;
 }
 
 // The learning rate of the step about to be taken (run/schedule.h); constant is the cosine that
@@ -143,6 +152,7 @@ inline void set_optimizer(Model& model, const Options& opt) {
     model.weight_decay = opt.wd;
     model.mask_weight_decay = opt.mask_wd;
     model.label_smoothing = opt.label_smoothing;
+    model.freeze_mask = opt.freeze_mask;
 }
 
 // the prior's structure G: the task's, or one from a file
@@ -166,19 +176,27 @@ struct Initialisation {
 };
 
 // The structured inits see the first attention's input on sample examples: the run's first
-// (up to) 1024 training examples, 64 for images (whose E is made of positions: first_attention_inputs).
+// (up to) 1024 training examples, 64 for images (whose E is made of positions: first_attention_inputs),
+// and for a language model as many windows as make 2048 rows of E: a text's distinct
+// (position, token) rows number ~10^5, too many for qk-svd's n x n target, so E is a sample of them.
+inline int init_sample_count(const Task& task) {
+    const int wanted = task.image_input() ? 64 : is_language_task(task.name) ? std::max(1, 2048 / task.seq_len) : 1024;
+    return std::min(task.train_size(), wanted);
+}
+
 inline Initialisation initialise(Model& model, const Options& opt, const Task& task, const Structure& G) {
     const Config& cfg = model.cfg;
     Initialisation init;
-    const int samples = std::min(task.train_size(), task.image_input() ? 64 : 1024);
+    const int samples = init_sample_count(task);
     init.samples.shape(task, samples, {});
     EpochOrder first_epoch(opt.seed, task.train_size());
     for (int k = 0; k < samples; k++)
         task.train_example(first_epoch.example(k), example_draw(opt.seed, 0, k), init.samples.slot(task, k));
     std::vector<float> host(model.num_params);
     Rng rng(opt.seed);
-    init_default(cfg, host.data(), rng);
-    if (opt.init == "mask") init_mask_from_structure(cfg, host.data(), G, opt.mask_c);
+    init_default(cfg, host.data(), rng, is_language_task(opt.task) ? WEIGHTS_GPT2 : WEIGHTS_PYTORCH);
+    if (opt.init == "mask" && opt.mask_prior == "alibi") init_mask_alibi(cfg, host.data(), opt.mask_c);
+    else if (opt.init == "mask") init_mask_from_structure(cfg, host.data(), G, opt.mask_c);
     if (opt.init == "mimetic") init_mimetic(cfg, host.data(), rng);
     if (opt.init == "impulse") init_impulse(cfg, host.data(), rng);
     model_upload(model, model.params_mem, host);
@@ -216,12 +234,19 @@ inline Metadata run_metadata(const Options& opt) {
         m["crop_pad"] = std::to_string(opt.crop_pad);
         m["flip"] = opt.flip ? "1" : "0";
     }
+    if (is_language_task(opt.task)) {
+        m["data_dir"] = opt.data_dir;
+        m["mask_window"] = std::to_string(opt.mask_window);
+        m["mask_prior"] = opt.mask_prior;
+    }
+    m["freeze_mask"] = opt.freeze_mask ? "1" : "0";
     return m;
 }
 
 // Run keys added after the first checkpoints were written, and what a file without them means
 static const Metadata RUN_METADATA_ADDED_LATER = {{"schedule", "constant"}, {"warmup", "-1"}, {"min_lr", "0"},
-                                                  {"clip_grad", "0"},       {"label_smoothing", "0"}};
+                                                  {"clip_grad", "0"},       {"label_smoothing", "0"},
+                                                  {"freeze_mask", "0"}};
 
 // --resume: loads the checkpoint into the model and returns its step (0 without --resume).
 inline int64_t resume(Model& model, const Options& opt, int64_t steps) {
@@ -251,16 +276,22 @@ inline TrainingState training_state(const Model& model) {
             model_download(model, model.v_mem), model.adam_t};
 }
 
-// --out, or runs/<task>-<init>-s<seed>; created with its parents (mkdir -p)
-// --task images says which folder: runs/images-<its name>-...
+// The init with its variant: mask, mask-alibi, mask-frozen, mask-alibi-frozen, or the init's name
+inline std::string init_variant(const Options& opt) {
+    return opt.init + (opt.init == "mask" && opt.mask_prior == "alibi" ? "-alibi" : "") +
+           (opt.freeze_mask ? "-frozen" : "");
+}
+
+// --out, or runs/<task>-<init variant>-s<seed>; created with its parents (mkdir -p).
+// --task images and --task lm say which data folder: runs/images-<its name>-..., runs/lm-<its name>-...
 inline std::string run_folder(const Options& opt) {
     std::string data = opt.task;
-    if (opt.task == "images") {
+    if (opt.task == "images" || is_language_task(opt.task)) {
         std::string path = opt.data_dir;
         while (path.size() > 1 && path.back() == '/') path.pop_back();
         data += "-" + path.substr(path.find_last_of('/') + 1);
     }
-    const std::string dir = opt.out.empty() ? "runs/" + data + "-" + opt.init + "-s" + std::to_string(opt.seed)
+    const std::string dir = opt.out.empty() ? "runs/" + data + "-" + init_variant(opt) + "-s" + std::to_string(opt.seed)
                                             : opt.out;
     for (size_t i = 1; i <= dir.size(); i++) {
         if (i < dir.size() && dir[i] != '/') continue;
@@ -304,14 +335,19 @@ inline void print_startup(const Options& opt, const Task& task, const Model& mod
     puts(rule.c_str());
     row("task", fmt("%s (train %d, eval %d)", opt.task.c_str(), task.train_size(), task.eval_size()));
     if (!task.describe().empty()) row("", task.describe());
-    if (task.next_token)
+    if (is_language_task(opt.task)) row("loss on", "every position; eval: loss, perplexity, bits per byte");
+    else if (task.next_token)
         row("loss on", opt.loss_on == "all" ? "every position" : "the answer tokens; greedy decoding at eval");
     const bool structured = opt.init == "mask" || opt.init == "qk-svd" || opt.init == "qk-opt";
-    row("init", fmt("%s%s%s%s", opt.init.c_str(), mask_kind, structured ? fmt(", c = %g", opt.mask_c).c_str() : "",
+    row("init", fmt("%s%s%s%s", init_variant(opt).c_str(), mask_kind,
+                    structured ? fmt(", c = %g", opt.mask_c).c_str() : "",
                     structured && cfg.prior_layers == PRIOR_FIRST_LAYER ? ", layer 0 only" : ""));
     if (!init.note.empty()) row("", init.note);
-    row("structure G", opt.mask_structure.empty() ? "the task's" : fmt("%s (%s)", opt.mask_structure.c_str(),
-                                                                      G.heads > 1 ? "one per head" : "all heads"));
+    const std::string task_G =
+        is_language_task(opt.task) ? fmt("causal window of %d keys", opt.mask_window) : "the task's";
+    row("structure G", opt.mask_structure.empty() ? task_G : fmt("%s (%s)", opt.mask_structure.c_str(),
+                                                                 G.heads > 1 ? "one per head" : "all heads"));
+    if (opt.mask_prior == "alibi") row("", "mask: log σ(M) = -m_h (i - j), ALiBi slopes; G for prior mass");
     const InitCheck& check = init.check;
     row("step-0 check", fmt("layer 0: prior mass %.3f (target P: %.3f)", check.prior_mass, check.target_mass));
     row("", fmt("|A - P| mean %.4f, max %.4f; P = softmax(c G)", check.mean_abs_diff, check.max_abs_diff));
@@ -329,6 +365,6 @@ inline void print_startup(const Options& opt, const Task& task, const Model& mod
                       activations * sizeof(float) / 1e6));
     row("run folder", out_dir);
     puts(rule.c_str());
-    if (start_step == 0 && !task.image_input()) print_structure(G, task, init.samples.tokens.data());
+    if (start_step == 0 && !task.image_input() && cfg.T <= 32) print_structure(G, task, init.samples.tokens.data());
     fflush(stdout);
 }

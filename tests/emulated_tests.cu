@@ -6,4 +6,5 @@
 #include <doctest/doctest.h>
 #include "test_gpu.cu"
 #include "test_gpu_vision.cu"
+#include "test_gpu_language.cu"
 #include "test_emulation.cu"

@@ -10,7 +10,10 @@
 #   4. the paper-size GOTU model on 2parity, 5 epochs: default and mask init (the full 20-epoch
 #      runs are make table-boolean BOOLEAN_ARGS=--paper); Lee et al.'s model size on add3 at 0.4%
 #      of the pairs, 300 steps: default and mask; ViT-Tiny on CIFAR-10 (data/cifar10-jpeg or
-#      $CIFAR10_DIR: the binary version or an image folder; else Fashion-MNIST), 300 steps: mask
+#      $CIFAR10_DIR: the binary version or an image folder; else Fashion-MNIST), 300 steps: mask;
+#      a language model (C 384, L 6, T 256) on a token folder ($LM_DIR, default
+#      data/tinystories-sample-bpe1024), 300 steps, the ALiBi-shaped mask, then 100 sampled tokens;
+#      and the logits' kernels past 2^31 floats (MASKPRIOR_LARGE_TESTS=1, ~18 GB of GPU memory)
 #   5. the same model and batch timed in PyTorch eager and torch.compile against ours
 #   6. the whole test suite (the CPU cases too, on this machine's CPU)
 # then one summary table. Every step has a time limit (a step past it is recorded as such).
@@ -95,6 +98,23 @@ if timeout 240 ./maskprior $VIT --out "$OUT/vit-tiny-mask" > "$OUT/vit.log" 2>&1
     record "ViT-Tiny mask ($(echo $vision | cut -d' ' -f2))" "$($PY -c "import json; m = json.load(open('$m')); print('acc %.4f train_acc %.4f prior_mass %.2f-%.2f, %.0f s' % (m['acc'], m.get('train_acc', 0), min(m['prior_mass']), max(m['prior_mass']), m['seconds']))")"
 else rc=$?; tail -5 "$OUT/vit.log"; failed "ViT-Tiny mask" 240 $rc; fi
 grep -E "^step|^eval" "$OUT/vit.log" | tail -2
+
+echo "== 4d. a language model (C 384, L 6, NH 6, HS 64, MLP 1536, T 256, batch 64), ALiBi-shaped mask, 300 steps"
+lm_dir=${LM_DIR:-data/tinystories-sample-bpe1024}
+LM="--task lm --data-dir $lm_dir --device cuda --init mask --mask-prior alibi --width 384 --layers 6 --heads 6 --head-size 64 --mlp 1536 --seq-len 256 --batch 64 --steps 300 --eval-every 300 --eval-windows 128 --log-every 100"
+if [ ! -f "$lm_dir/train.bin" ]; then record "LM mask-alibi" "skipped: no token folder $lm_dir (data/prepare_text.py)"
+elif timeout 150 ./maskprior $LM --out "$OUT/lm-alibi" > "$OUT/lm.log" 2>&1; then
+    m="$OUT/lm-alibi/metrics.json"
+    record "LM mask-alibi" "$($PY -c "import json; m = json.load(open('$m')); print('val_loss %.4f bits_per_byte %.4f prior_mass %s, %.0f s' % (m['val_loss'], m['bits_per_byte'], ' '.join('%.2f' % x for x in m['prior_mass']), m['seconds']))")"
+    timeout 30 ./maskprior --generate "$OUT/lm-alibi/model.safetensors" --prompt "Once upon a time" --sample-tokens 100 \
+        --top-k 40 --temperature 0.8 > "$OUT/lm-sample.txt" 2>&1 && cat "$OUT/lm-sample.txt"
+else rc=$?; tail -5 "$OUT/lm.log"; failed "LM mask-alibi" 150 $rc; fi
+grep -E "^step|^eval" "$OUT/lm.log" 2>/dev/null | tail -2
+
+echo "== 4e. the logits' kernels past 2^31 floats"
+if MASKPRIOR_LARGE_TESTS=1 timeout 120 ./tests/unit_tests --no-intro=true -tc="*past 2^31*" > "$OUT/large.log" 2>&1
+then record "logits past 2^31 floats" "ok, $(grep 'assertions:' "$OUT/large.log" | tr -s ' ')"
+else failed "logits past 2^31 floats" 120 $?; fi
 
 echo "== 5. speed against PyTorch (same model and batch)"
 if timeout 150 $PY tools/bench_gpu.py > "$OUT/bench.log" 2>&1; then record "speed vs PyTorch" "$(tail -1 "$OUT/bench.log")"

@@ -40,6 +40,7 @@ run_script tests/planted_bugs.sh
 echo "== the CPU result at two vector widths (tests/march_check.sh)"
 run_script tests/march_check.sh
 run_script tests/test_plot.sh
+run_script tests/test_prepare_text.sh
 [ "$gpu_cases_skipped" != 0 ] && echo "(skipped: $gpu_cases_skipped GPU cases of tests/unit_tests, as there is no GPU here;" \
     "the emulation ran them, and make gpu-check runs them on a GPU)"
 echo "tests: $passed passed, $failed failed, $skipped skipped"

@@ -5,6 +5,7 @@
 // embedding, CLS or mean pooling, label smoothing); c = 1.5 so that the mask
 // gradient is large enough to be checked for real (at c = 6, σ(-6) shrinks it below 1e-4).
 #include "test_util.h"
+#include "text_fixture.h"
 
 // Debian's python3 has python3-torch; elsewhere (the GPU machine) $MASKPRIOR_PYTHON names one with torch.
 static const std::string PYTHON_BIN = getenv("MASKPRIOR_PYTHON") ? getenv("MASKPRIOR_PYTHON") : "/usr/bin/python3";
@@ -63,6 +64,21 @@ TEST_CASE("every gradient matches PyTorch autograd") {
         cross_check("--task images --data-dir " + dir + " --patch 4 --pool mean --init mask --mask-per-head "
                     "--mask-c 1.5 --mask-window 1 --label-smoothing 0 --heads 3",
                     TMP_PREFIX + "x17.safetensors");
+    }
+    SUBCASE("language model, V = 2000: window mask (c 1.5, w 3), every position's next token") {
+        const std::string dir = write_walk_folder(TMP_PREFIX + "torch_lm", 2000, 3000, 300);
+        cross_check("--task lm --data-dir " + dir + " --seq-len 12 --init mask --mask-window 3 --mask-c 1.5",
+                    TMP_PREFIX + "x18.safetensors");
+    }
+    SUBCASE("language model, V = 2000: the ALiBi-shaped mask, 3 heads") {
+        const std::string dir = write_walk_folder(TMP_PREFIX + "torch_lm", 2000, 3000, 300);
+        cross_check("--task lm --data-dir " + dir + " --seq-len 12 --heads 3 --init mask --mask-prior alibi "
+                    "--mask-c 1.5", TMP_PREFIX + "x19.safetensors");
+    }
+    SUBCASE("language model: a frozen mask has no gradient") {
+        const std::string dir = write_walk_folder(TMP_PREFIX + "torch_lm", 2000, 3000, 300);
+        cross_check("--task lm --data-dir " + dir + " --seq-len 12 --init mask --mask-c 1.5 --freeze-mask",
+                    TMP_PREFIX + "x20.safetensors");
     }
     SUBCASE("scalar encoding, logistic loss, causal, per-head mask") {
         cross_check("--task 2parity --init mask --mask-per-head --mask-c 1.5 --causal --encoding scalar "

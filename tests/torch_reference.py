@@ -19,7 +19,8 @@ as timm's VisionTransformer does: a Conv2d of kernel and stride P (patch.weight 
 head reads CLS or the mean of the patch tokens; "label_smoothing" is cross-entropy's. It then
 checks, elementwise with the tolerance of
 the project's tests for reductions (|cpp - torch| <= 1e-4 + 1e-3 |torch|), the loss and every gradient,
-the mask's included. It also fails on NaN/Inf, on a gradient in the file that the model does
+the mask's included (zero under --freeze-mask: metadata freeze_mask 1).
+It also fails on NaN/Inf, on a gradient in the file that the model does
 not have, and on a model parameter whose gradient is missing from the file.
 
 One line per tensor: its name; its scale (the largest |torch| entry: a tensor whose scale is
@@ -207,7 +208,10 @@ def main(argv):
             print(f"{'grad.' + name:28s} missing from the file  FAIL")
             ok = False
         else:
-            ok &= compare("grad." + name, tensors["grad." + name], params[name].grad)
+            expected = params[name].grad
+            if name.endswith("attn.mask") and meta.get("freeze_mask") == "1":
+                expected = torch.zeros_like(expected)  # --freeze-mask: a constant, no gradient
+            ok &= compare("grad." + name, tensors["grad." + name], expected)
     for name in sorted(set(tensors) - {"grad." + n for n in shapes}):
         if name.startswith("grad."):
             print(f"{name:28s} in the file, but the model has no parameter {name[5:]}  FAIL")

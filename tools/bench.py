@@ -1,6 +1,8 @@
 """CPU speed of ./maskprior against the same training step in PyTorch eager, and both against
 this machine's FMA peak (make bench).
 
+    tools/bench.py [MODEL ...]     the models named (default: all of them, in the order below)
+
 Models, with the mask init, AdamW lr 1e-3, float32:
   make-run  maj3, the `make run` model: B 64, T 16, C 32, L 2, NH 2, HS 16, MLP 32; weight decay 1e-3
   wide      maj3, B 256, T 16, C 128, L 4, NH 4, HS 32, MLP 512: the matmuls dominate
@@ -8,6 +10,11 @@ Models, with the mask init, AdamW lr 1e-3, float32:
             MLP 128; weight decay 0.05, label smoothing 0.1, gradient clipping at 1 on both sides
             (the binary's schedule and augmentation cost next to nothing; PyTorch's batches are
             random pixels made before the clock starts)
+  lm        the language table's causal LM on data/tinystories-sample-bpe1024 (V from its
+            tokenizer): B 32, T 64, C 64, L 2, NH 4, HS 16, MLP 256, the head on every position;
+            the mask init of the causal window of 16 keys; weight decay 0.1, gradient clipping at
+            1 on both sides (PyTorch's batches are random token ids). Skipped, with a one-line
+            note, when the token folder is missing (data/README.md says how to make it).
 
 Method
 - Same weights, same batch: ./maskprior --dump-state writes its initial parameters, its first
@@ -52,16 +59,31 @@ THREADS = int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count())
 os.environ["OMP_NUM_THREADS"] = str(THREADS)  # before torch loads
 SECONDS = float(os.environ.get("BENCH_SECONDS", "6"))
 WARMUP_S = float(os.environ.get("BENCH_WARMUP_S", "1"))
-V, LR, MASK_C = 3, 1e-3, 6.0
+V, LR, MASK_C = 3, 1e-3, 6.0  # V: the Boolean tasks' vocabulary (-1, +1, CLS)
+LM_DATA = os.path.join("data", "tinystories-sample-bpe1024")  # relative to ROOT, where the binary runs
 BOOLEAN = {"task": "maj3", "T": 16, "out": 1, "wd": 1e-3}
 MODELS = {"make-run": dict(BOOLEAN, width=32, layers=2, heads=2, head_size=16, mlp=32, batch=64, log_every=50),
           "wide": dict(BOOLEAN, width=128, layers=4, heads=4, head_size=32, mlp=512, batch=256, log_every=5),
           "vit": {"task": "fashion-mnist", "T": 50, "out": 10, "wd": 0.05, "patch": 4, "width": 64, "layers": 4,
-                  "heads": 4, "head_size": 16, "mlp": 128, "batch": 128, "log_every": 5}}
+                  "heads": 4, "head_size": 16, "mlp": 128, "batch": 128, "log_every": 5},
+          # out (= V) is filled in from the token folder's tokenizer.bin (token_vocab)
+          "lm": {"task": "lm", "T": 64, "out": None, "wd": 0.1, "data_dir": LM_DATA, "width": 64, "layers": 2,
+                 "heads": 4, "head_size": 16, "mlp": 256, "batch": 32, "log_every": 10}}
 # Boolean GOTU tasks (tasks/boolean.h): the size of the group [CLS, x0, ...] that G links all
 # pairs of (besides every token with itself), and f of the ±1 bits x (B, 15)
 TASKS = {"2parity": (3, lambda x: x[:, 0] * x[:, 1]),
          "maj3": (4, lambda x: x[:, :3].sum(1).sign())}
+
+
+def token_vocab(folder):
+    """The vocabulary size V of a token folder (tokenizer.bin's header: tasks/token_file.h), or
+    None when the folder has no tokenizer.bin."""
+    path = os.path.join(ROOT, folder, "tokenizer.bin")
+    if not os.path.exists(path):
+        return None
+    with open(path, "rb") as f:
+        header = f.read(16)
+    return int.from_bytes(header[12:16], "little")  # after the magic MPVOCAB1 and the version
 
 
 def torch_config(m):
@@ -69,6 +91,8 @@ def torch_config(m):
     cfg = {"width": m["width"], "layers": m["layers"], "heads": m["heads"], "head_size": m["head_size"],
            "mlp": m["mlp"], "seq_len": m["T"], "vocab": V, "out": m["out"], "causal": 0, "mask": "layer",
            "head_type": "regression"}
+    if m["task"] == "lm":  # causal, a next-token head on every position over the text's V tokens
+        cfg.update(vocab=m["out"], causal=1, head_type="next_token")
     if "patch" in m:  # Fashion-MNIST's 28 x 28 grey images
         cfg.update(vocab=0, head_type="class", image=(1, 28, 28), patch=m["patch"], pool="cls", label_smoothing=0.1)
     return cfg
@@ -79,7 +103,8 @@ def step_flops(m):
     n = B * T
     linears = [(n, C, 3 * NH * HS), (n, NH * HS, C), (n, C, MLP), (n, MLP, C)]  # per layer
     per_layer = sum(2 * a * b * c for a, b, c in linears) + 2 * (2 * B * NH * T * T * HS)
-    fwd = L * per_layer + 2 * B * C * m["out"]  # + the head on CLS
+    head_rows = B * T if m["task"] == "lm" else B  # the LM's head reads every position, the others CLS
+    fwd = L * per_layer + 2 * head_rows * C * m["out"]
     if "patch" in m:  # + the patch embedding: B·(T-1) patches of P·P pixels (no gradient for the pixels)
         return 3 * fwd + 4 * B * (T - 1) * m["patch"] ** 2 * C
     return 3 * fwd  # forward + backward (2x forward)
@@ -89,6 +114,8 @@ def maskprior_args(m):
     args = ["--task", m["task"], "--init", "mask", "--device", "cpu", "--wd", str(m["wd"])]
     if "patch" in m:
         args += ["--patch", str(m["patch"])]
+    if m["task"] == "lm":  # few evaluation windows: the step-0 evaluation runs before any timing
+        args += ["--data-dir", m["data_dir"], "--seq-len", str(m["T"]), "--eval-windows", "64"]
     for key in ("width", "layers", "heads", "head_size", "mlp", "batch"):
         args += ["--" + key.replace("_", "-"), str(m[key])]
     return args
@@ -129,11 +156,12 @@ def bench_maskprior(args, seconds=SECONDS, log_every=50, expect="", threads=THRE
 
 def torch_step(task, cfg, batch, lr, wd, device="cpu", compile=False, params=None):
     """One training step of tests/torch_reference.py's model on a Boolean task (or, for an image
-    config, on random pixels and classes, with the gradient norm clipped at 1 as the binary's
-    image recipe does), as a function returning the loss. Parameters: `params` (name -> float32
-    tensor, e.g. from a dump), or leaf float32 tensors drawn like the C++ default init
-    (prior/init.cuh) with a mask (cfg["mask"] not "none") ±MASK_C from the task's G; torch.optim.AdamW
-    with weight decay wd, the mask's 0. The step cycles through 32 random batches made here, before
+    config, on random pixels and classes; for a next-token config, on random token ids and
+    targets; both with the gradient norm clipped at 1 as the binary's recipes for them do), as a
+    function returning the loss. Parameters: `params` (name -> float32 tensor, e.g. from a dump),
+    or leaf float32 tensors drawn like the C++ default init (prior/init.cuh) with a mask
+    (cfg["mask"] not "none") ±MASK_C from the task's G; torch.optim.AdamW with weight decay wd,
+    the mask's 0. The step cycles through 32 random batches made here, before
     any clock starts. compile: the loss under torch.compile (forward and backward; the optimizer
     stays eager)."""
     import torch
@@ -163,7 +191,12 @@ def torch_step(task, cfg, batch, lr, wd, device="cpu", compile=False, params=Non
     opt = torch.optim.AdamW([g for g in groups if g["params"]], lr=lr)
     loss_fn = torch.compile(model_loss) if compile else model_loss
     batches = []
+    next_token = cfg["head_type"] == "next_token"
     for _ in range(32):
+        if next_token:
+            tokens = torch.randint(0, cfg["vocab"], (batch, cfg["seq_len"]), device=device)
+            batches.append((tokens, torch.randint(0, cfg["vocab"], (batch, cfg["seq_len"]), device=device).float()))
+            continue
         if cfg.get("image"):
             pixels = torch.randn((batch,) + tuple(cfg["image"]), device=device)
             batches.append((pixels, torch.randint(0, cfg["out"], (batch,), device=device).float()))
@@ -179,7 +212,7 @@ def torch_step(task, cfg, batch, lr, wd, device="cpu", compile=False, params=Non
         loss = loss_fn(p, cfg, tokens, targets)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        if cfg.get("image"):
+        if cfg.get("image") or next_token:
             torch.nn.utils.clip_grad_norm_(list(p.values()), 1.0)
         opt.step()
         return loss
@@ -268,7 +301,21 @@ def first_batch_losses(m, torch):
     return tensors["loss"].item(), theirs, params
 
 
-def main():
+def main(names):
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        sys.exit("bench: unknown model %s (the models: %s)" % (", ".join(unknown), ", ".join(MODELS)))
+    models = {name: dict(m) for name, m in MODELS.items() if name in names or not names}
+    skipped = {}  # name -> the line that says why
+    if "lm" in models:
+        models["lm"]["out"] = token_vocab(models["lm"]["data_dir"])
+        if models["lm"]["out"] is None:
+            skipped["lm"] = ("model lm: skipped, no token folder %s (data/README.md: data/prepare_text.py writes it)"
+                             % models["lm"]["data_dir"])
+            del models["lm"]
+    if not models:  # nothing left to time
+        print("\n".join(skipped.values()))
+        return
     start = cpu_snapshot()
     thread_counts = sorted({1, THREADS})
     peaks = {t: fma_peak(t) for t in thread_counts}
@@ -276,7 +323,7 @@ def main():
     blas = torch_sgemm_library(torch)
     blas_kind = "OpenBLAS" if blas_threads(blas, 1) else "reference BLAS" if "/blas/" in blas else "?"
     results, first = {}, ""
-    for name, m in MODELS.items():
+    for name, m in models.items():
         ours_loss, torch_loss, params = first_batch_losses(m, torch)
         rows = []
         for t in reversed(thread_counts):
@@ -303,9 +350,9 @@ def main():
     bar = "+--------------------------------+-----+---------+----------+---------+--------+---------------+-------+"
     for name, (m, ours_loss, torch_loss, rows) in results.items():
         flops = step_flops(m)
-        print("\nmodel %s (%s): B %d T %d C %d L %d NH %d HS %d MLP %d; %.1f MFLOP per training step"
+        print("\nmodel %s (%s): B %d T %d C %d L %d NH %d HS %d MLP %d%s; %.1f MFLOP per training step"
               % (name, m["task"], m["batch"], m["T"], m["width"], m["layers"], m["heads"], m["head_size"], m["mlp"],
-                 flops / 1e6))
+                 " V %d" % m["out"] if m["task"] == "lm" else "", flops / 1e6))
         print("first-batch loss, same weights and batch: maskprior %.6f, PyTorch %.6f" % (ours_loss, torch_loss))
         print(bar)
         print("| implementation                 | thr | steps/s | ms/step  | GFLOP/s | % peak | spread step/s | steps |")
@@ -320,6 +367,8 @@ def main():
         ours = max((statistics.median(r[2]), r[1]) for r in rows if r[0] == "maskprior")
         best = max((statistics.median(r[2]), r[0]) for r in rows if r[0] != "maskprior")
         print("ratio, fastest maskprior (%d thr) / fastest PyTorch (%s): %.2fx" % (ours[1], best[1], ours[0] / best[0]))
+    for line in skipped.values():
+        print("\n" + line)
     cpu = re.search(r"^model name\s*: (.*)$", open("/proc/cpuinfo").read(), re.M)
     print("\nCPU:       %s, %d cores; other processes used %.2f of them during the run%s"
           % (cpu.group(1) if cpu else "unknown", os.cpu_count(), max(0.0, others),
@@ -330,4 +379,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -4,14 +4,15 @@
 # otherwise sudo; where neither works it says what to install and stops.
 set -e
 needed="doctest-dev nlohmann-json3-dev libstb-dev python3-torch python3-numpy python3-matplotlib libopenblas0-pthread
-libboost-context-dev zlib1g-dev dataset-fashion-mnist"
+libboost-context-dev zlib1g-dev dataset-fashion-mnist python3-sentencepiece"
 missing=""
 for pkg in $needed; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"
 done
 [ -z "$missing" ] && exit 0
 if ! command -v apt-get >/dev/null 2>&1; then
-    echo "maskprior: error: missing packages:$missing, and no apt-get to install them (a Debian machine is expected)" >&2
+    echo "maskprior: error: missing packages:$missing, and no apt-get to install them (a Debian machine" \
+        "is expected)" >&2
     exit 1
 fi
 echo "maskprior: installing Debian packages:$missing"
