@@ -22,7 +22,7 @@
 #                   (about 40 minutes on 2 cores; LM_ARGS="--seeds N --steps S", or "--paper" for a GPU)
 #   make test-large the logits' kernels past 2^31 floats (a GPU with ~18 GB; also in gpu-check)
 #   make gpu-check  the GPU tests, a paper-size GPU run and the PyTorch timing (needs a GPU)
-#   make bench      CPU speed against PyTorch eager, on the make-run model and a wider one, and
+#   make bench      CPU speed against PyTorch eager (the make-run, wide, ViT and LM models) and
 #                   against this machine's FMA peak (tools/fma_peak)
 NVCC      ?= nvcc
 # GPU code: native code for ARCH plus PTX that newer GPUs can compile. ARCH is the compute

@@ -28,7 +28,7 @@ import matplotlib.pyplot as plt
 
 # Inits in the order the panels read: the baseline, the QK inits, the mask (an init not listed
 # here goes last), and the colour of each in loss.png.
-INIT_ORDER = ["default", "qk-svd", "qk-opt", "mimetic", "impulse", "mask"]
+INIT_ORDER = ["default", "qk-svd", "qk-opt", "mimetic", "impulse", "mask", "mask-frozen", "mask-alibi", "mask-alibi-frozen"]
 INIT_COLOUR = {init: f"C{i}" for i, init in enumerate(INIT_ORDER)}
 LAYER_STYLE = ["-", "--", ":", "-."]  # persistence.png: the line style of layer 0, 1, ...
 plt.rcParams.update({"font.size": 11, "axes.titlesize": 12, "legend.fontsize": 9})
@@ -63,7 +63,8 @@ def load_run(folder):
             for number, line in enumerate(texts["log.jsonl"].splitlines(), 1) if line.strip()]
     if not rows or not all(isinstance(row, dict) and isinstance(row.get("step"), (int, float)) for row in rows):
         fail(f"{folder}/log.jsonl: no evaluations, or one that is not an object with a step")
-    return {"init": str(metrics["init"]), "task": metrics.get("task"), "rows": rows}
+    # the init with its variant (mask-alibi, mask-frozen: language runs), so that variants are panels of their own
+    return {"init": str(metrics.get("variant", metrics["init"])), "task": metrics.get("task"), "rows": rows}
 
 
 def logged(runs, key):
