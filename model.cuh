@@ -16,7 +16,6 @@
 //   y = head(ln_f(x))                                       (B,T,V)
 //   loss = sum_{b,t} w_bt CE(y_bt, next token_bt) / sum w_bt  w: the loss mask (the answer)
 #pragma once
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -503,11 +502,8 @@ inline void model_backward(Model& model, int rows) {
         layernorm_backward(dev, dx.input, dw.ln1w, dw.ln1b, dx.ln1, x.input, w.ln1w, x.ln1_mean, x.ln1_rstd, BT, C);
     }
     input_backward(model, a, d, B);
-    if (model.freeze_mask && c.mask_heads > 0) {  // a constant has no gradient
-        const TensorInfo& mask = *std::find_if(model.layout.begin(), model.layout.end(),
-                                               [](const TensorInfo& t) { return t.field == &ParamTensors::mask; });
-        buffer_zero(dev, g.mask, mask.numel * mask.slices);
-    }
+    if (model.freeze_mask && c.mask_heads > 0)  // a constant has no gradient: dM (prior layers, mask heads, T, T) = 0
+        buffer_zero(dev, g.mask, (size_t)c.prior_layer_count() * c.mask_heads * T * T);
 }
 
 // Clips the gradient of every parameter at once to the global norm max_norm (layers/clip.cuh);

@@ -54,9 +54,7 @@ TEST_CASE("token files: a good one maps with its header; every bad one is one li
 
 // A small BPE vocabulary: <unk>, <|endoftext|>, the 256 bytes, then pieces with their scores.
 static Vocabulary hand_vocabulary() {
-    std::string out("MPVOCAB1", 8);
-    struct Entry { float score; uint8_t type; std::string bytes; };
-    std::vector<Entry> entries = {{0, TOKEN_CONTROL, ""}, {0, TOKEN_USER, "<|endoftext|>"}};
+    std::vector<VocabEntry> entries = {{0, TOKEN_CONTROL, ""}, {0, TOKEN_USER, "<|endoftext|>"}};
     for (int b = 0; b < 256; b++) entries.push_back({0, TOKEN_BYTE, std::string(1, (char)b)});
     entries.push_back({-1, TOKEN_PIECE, "a"});     // 258
     entries.push_back({-2, TOKEN_PIECE, "b"});     // 259
@@ -65,18 +63,8 @@ static Vocabulary hand_vocabulary() {
     entries.push_back({-0.5, TOKEN_PIECE, "bc"});  // 262: scores higher than "ab", so it merges first
     entries.push_back({-6, TOKEN_PIECE, "abc"});   // 263
     entries.push_back({-7, TOKEN_PIECE, "é"});     // 264: a two-byte character that is a piece
-    put_u32(out, 1);
-    put_u32(out, (uint32_t)entries.size());
-    put_u32(out, 1);
-    put_u32(out, 0);
-    for (const Entry& e : entries) {
-        out.append((const char*)&e.score, 4);
-        out.push_back((char)e.type);
-        put_u32(out, (uint32_t)e.bytes.size());
-        out += e.bytes;
-    }
     const std::string path = TMP_PREFIX + "hand_vocab.bin";
-    write_bytes(path, out);
+    write_bytes(path, vocabulary_bytes(entries, 1));
     return read_vocabulary(path);
 }
 

@@ -37,21 +37,35 @@ inline std::string fixture_piece(int v, int V) {
     return v < 75 ? std::string(1, (char)('0' + v)) : "<" + std::to_string(v) + ">";
 }
 
-inline std::string vocabulary_bytes(int V) {
+// One id of a vocabulary file: its score, TokenType and the bytes it decodes to
+struct VocabEntry {
+    float score;
+    uint8_t type;
+    std::string bytes;
+};
+
+// The bytes of a tokenizer.bin: header (magic, version, V, kind), then the entries in id order
+inline std::string vocabulary_bytes(const std::vector<VocabEntry>& entries, uint32_t kind) {
     std::string out("MPVOCAB1", 8);
     put_u32(out, 1);
-    put_u32(out, (uint32_t)V);
-    put_u32(out, V == 256 ? 0 : 1);
+    put_u32(out, (uint32_t)entries.size());
+    put_u32(out, kind);
     put_u32(out, 0);
-    for (int v = 0; v < V; v++) {
-        const float score = V == 256 ? 0.0f : -(float)v;
-        out.append((const char*)&score, 4);
-        out.push_back((char)(V == 256 ? TOKEN_BYTE : TOKEN_PIECE));
-        const std::string piece = fixture_piece(v, V);
-        put_u32(out, (uint32_t)piece.size());
-        out += piece;
+    for (const VocabEntry& e : entries) {
+        out.append((const char*)&e.score, 4);
+        out.push_back((char)e.type);
+        put_u32(out, (uint32_t)e.bytes.size());
+        out += e.bytes;
     }
     return out;
+}
+
+// The test vocabulary of V tokens (fixture_piece)
+inline std::string vocabulary_bytes(int V) {
+    std::vector<VocabEntry> entries;
+    const uint8_t type = V == 256 ? TOKEN_BYTE : TOKEN_PIECE;
+    for (int v = 0; v < V; v++) entries.push_back({V == 256 ? 0.0f : -(float)v, type, fixture_piece(v, V)});
+    return vocabulary_bytes(entries, V == 256 ? 0 : 1);
 }
 
 // dir/tokenizer.bin, dir/train.bin, dir/val.bin; returns dir

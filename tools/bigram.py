@@ -57,7 +57,7 @@ def read_tokens(path):
         raise FormatError(f"{path}: vocabulary size {vocab} outside 1..65536")
     if len(data) != 32 + 2 * count:
         raise FormatError(f"{path}: {len(data)} bytes where its header's {count} tokens make {32 + 2 * count}")
-    tokens = np.frombuffer(data, dtype="<u2", offset=32)
+    tokens = np.frombuffer(data, dtype="<u2", offset=32)  # read whole: its ids are checked, and counted
     if count and tokens.max() >= vocab:
         raise FormatError(f"{path}: token id {tokens.max()} is not below V = {vocab}")
     return vocab, tokens

@@ -54,7 +54,6 @@ import argparse
 import json
 import math
 import os
-import struct
 import sys
 import time
 
@@ -63,6 +62,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import torch_reference as ref  # noqa: E402
+from bigram import FormatError, read_token_lengths, read_tokens  # noqa: E402  (tools/, beside this file)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -113,42 +113,15 @@ class EpochOrder:
 
 
 # ----------------------------------------------------------------------------
-# the token folder (tasks/token_file.h)
-
-def read_tokens(path):
-    """A token file's ids, as a read-only numpy uint16 array mapped from the file."""
-    with open(path, "rb") as f:
-        header = f.read(32)
-    if header[:8] != b"MPTOKENS":
-        sys.exit(f"lm_reference.py: error: {path} is not a token file (data/prepare_text.py writes them)")
-    version, vocab, count = struct.unpack("<IIQ", header[8:24])
-    if version != 1 or os.path.getsize(path) != 32 + 2 * count:
-        sys.exit(f"lm_reference.py: error: {path}: version {version} or size unlike its header")
-    return np.memmap(path, dtype="<u2", mode="r", offset=32, shape=(count,)), vocab
-
-
-def token_byte_lengths(path):
-    """(V) the number of UTF-8 bytes each id of tokenizer.bin decodes to."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:8] != b"MPVOCAB1":
-        sys.exit(f"lm_reference.py: error: {path} is not a vocabulary file")
-    (vocab,) = struct.unpack("<I", data[12:16])
-    lengths, at = [], 24
-    for _ in range(vocab):  # float32 score, uint8 type, uint32 length, then the bytes
-        (length,) = struct.unpack("<I", data[at + 5:at + 9])
-        lengths.append(length)
-        at += 9 + length
-    return np.array(lengths, dtype=np.int64)
-
+# the token folder (tasks/token_file.h; read and checked by tools/bigram.py's readers)
 
 class TokenFolder:
     """A folder that data/prepare_text.py wrote, cut as LanguageTask cuts it for windows of T."""
 
     def __init__(self, folder, T, eval_windows):
-        self.train, vocab = read_tokens(os.path.join(folder, "train.bin"))
-        self.val, _ = read_tokens(os.path.join(folder, "val.bin"))
-        self.bytes = token_byte_lengths(os.path.join(folder, "tokenizer.bin"))
+        vocab, self.train = read_tokens(os.path.join(folder, "train.bin"))
+        _, self.val = read_tokens(os.path.join(folder, "val.bin"))
+        self.bytes = read_token_lengths(os.path.join(folder, "tokenizer.bin"))
         self.vocab, self.T = vocab, T
         self.chunks = (len(self.train) - 1) // T - 1  # chunk c's window starts at c·T + phase, phase < T
         windows = (len(self.val) - 1) // T
@@ -373,4 +346,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except FormatError as e:  # a malformed token folder: one line, exit code 2
+        print(f"lm_reference.py: error: {e}", file=sys.stderr)
+        sys.exit(2)
