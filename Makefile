@@ -20,10 +20,16 @@
 #                   hour on 2 cores; VISION_ARGS="--seeds N --epochs E", or "--paper" for a GPU)
 #   make table-lm   a causal LM on a TinyStories sample and WikiText-2: 6 inits x 2 seeds, 2000 steps
 #                   (about 40 minutes on 2 cores; LM_ARGS="--seeds N --steps S", or "--paper" for a GPU)
+#   make test-sanitize  the unit tests and a short run of each task family under AddressSanitizer and
+#                   UndefinedBehaviorSanitizer (about 17 minutes with the build; make test runs part of it)
+#   make test-faults  runs killed with SIGKILL at exact points and at 20 random moments, each continued
+#                   with --continue, must end bit-identical to an uninterrupted run
 #   make test-large the logits' kernels past 2^31 floats (a GPU with ~18 GB; also in gpu-check)
 #   make gpu-check  the GPU tests, a paper-size GPU run and the PyTorch timing (needs a GPU)
 #   make bench      CPU speed against PyTorch eager (the make-run, wide, ViT and LM models) and
 #                   against this machine's FMA peak (tools/fma_peak)
+#   make fuzz       every input parser under libFuzzer with ASan and UBSan, 10^6 inputs each
+#                   (FUZZ_ARGS="--seconds S"; clang); make fuzz-smoke: 10 s each (tests/fuzz/)
 NVCC      ?= nvcc
 # GPU code: native code for ARCH plus PTX that newer GPUs can compile. ARCH is the compute
 # capability of this machine's GPU when nvidia-smi finds one (90 = H100/H200), else 90.
@@ -92,7 +98,7 @@ EMU_TESTS = tests/emulated_tests.cu tests/test_gpu.cu tests/test_gpu_vision.cu t
             tests/test_emulation.cu tests/test_util.h tests/temp_dir.h tests/text_fixture.h
 
 .PHONY: all run test test-emulated table-boolean table-arithmetic table-vision table-lm test-large sweep-2parity gpu-check gpu-include bench deps \
-        clean
+        clean test-sanitize test-faults fuzz fuzz-smoke
 
 all: maskprior
 
@@ -111,6 +117,28 @@ tests/emulated_tests: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS) .build-settings
 tests/emulated_tests_asan: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS) .build-settings
 	$(EMU_CXX) $(EMU_SANITIZE) -o $@ -x c++ tests/emulated_tests.cu -x none $(EMU_LIBS)
 
+# The host code under AddressSanitizer and UndefinedBehaviorSanitizer, nvcc handing the flags to
+# the host compiler (the CPU path runs every layer on the host; the kernels' own check is
+# tests/emulated_tests_asan): any report stops the program with a non-zero exit.
+SANITIZE_FLAGS = -O1 -std=c++17 $(GENCODE) $(INCLUDES) \
+            -Xcompiler -fopenmp,-O1,-g,-march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses \
+            -Xcompiler -fsanitize=address,-fsanitize=undefined,-fno-sanitize-recover=all,-fno-omit-frame-pointer \
+            -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"'
+
+maskprior-sanitize: main.cu $(HEADERS) .build-settings
+	$(NVCC) $(SANITIZE_FLAGS) -o $@ main.cu $(LDLIBS)
+
+tests/unit_tests_sanitize: $(wildcard tests/*.cu tests/*.h) $(HEADERS) .build-settings
+	$(NVCC) $(SANITIZE_FLAGS) -o $@ tests/unit_tests.cu $(LDLIBS)
+
+# the unit tests and a short run of each task family under the sanitizers (tests/sanitize.sh)
+test-sanitize: deps maskprior-sanitize tests/unit_tests_sanitize
+	@sh tests/sanitize.sh
+
+# runs killed with SIGKILL at exact points and 20 times at random moments, continued, compared
+test-faults: deps maskprior
+	@sh tests/test_faults.sh --timed 20
+
 # Debian packages the build and the tests need, installed when missing
 deps:
 	@sh tools/install-deps.sh
@@ -118,7 +146,7 @@ deps:
 run: deps maskprior
 	@SEEDS="$(SEEDS)" OPTIMIZER=$(OPTIMIZER) sh experiments/headline.sh $(TASK)
 
-test: deps maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan
+test: deps maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan maskprior-sanitize
 	@sh tests/run_all.sh
 
 test-emulated: deps maskprior-emulated tests/emulated_tests
@@ -162,4 +190,31 @@ bench: deps maskprior tools/fma_peak
 	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} $(PYTHON) tools/bench.py
 
 clean:
-	rm -f maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan tools/fma_peak
+	rm -f maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan tools/fma_peak \
+	      maskprior-sanitize tests/unit_tests_sanitize
+	rm -rf tests/fuzz/bin
+
+# ---- fuzzing (tests/fuzz/) ----
+# One libFuzzer harness per input parser (tests/fuzz/fuzz_<name>.cpp), built by clang++ with
+# AddressSanitizer and UndefinedBehaviorSanitizer (Debian's clang and libclang-rt-14-dev) into
+# tests/fuzz/bin/ (git-ignored); tests/fuzz/run_fuzz.sh runs them one after another, one core.
+#   make fuzz        FUZZ_ARGS (default: 10^6 executions per harness; "--seconds S" for a time)
+#   make fuzz-smoke  about 10 s per harness (tests/fuzz/smoke.sh, for the test suite)
+FUZZ_CXX   ?= clang++
+FUZZ_FLAGS  = -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+              -fno-sanitize-recover=all -Wall -MMD -MP $(INCLUDES)
+FUZZ_NAMES  = safetensors structure arithmetic idx cifar image token_file vocabulary
+FUZZ_BINS   = $(FUZZ_NAMES:%=tests/fuzz/bin/fuzz_%)
+FUZZ_ARGS  ?= --runs 1000000
+
+# each binary also depends on the headers it includes, listed by the compiler in tests/fuzz/bin/fuzz_<name>.d
+tests/fuzz/bin/fuzz_%: tests/fuzz/fuzz_%.cpp
+	@mkdir -p tests/fuzz/bin
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $< -lz
+-include $(wildcard tests/fuzz/bin/*.d)
+
+fuzz: deps $(FUZZ_BINS)
+	@sh tests/fuzz/run_fuzz.sh $(FUZZ_ARGS)
+
+fuzz-smoke: deps $(FUZZ_BINS)
+	@sh tests/fuzz/smoke.sh

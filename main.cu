@@ -5,18 +5,22 @@
 #include <memory>
 #include <new>
 #include <stdexcept>
-#include "model.cuh"           // Model, model_build, model_forward, model_zero_grad, model_backward, model_update
-#include "run/checkpoint.h"    // checkpoint_save, dump_state
-#include "run/evaluate.cuh"    // evaluate, write_pictures, write_structure_picture
-#include "run/options.h"       // parse_options
-#include "run/report.cuh"      // RunLog, Progress, write_metrics, print_final_table
-#include "run/sample.cuh"      // generate
-#include "run/setup.cuh"       // make_task, model_config, prior_structure, initialise, resume, print_startup
-#include "tasks/batch.h"       // Batch, training_batch, loss_positions
+#include "model.cuh"             // Model, model_build, model_forward, model_zero_grad, model_backward, model_update
+#include "run/checkpoint.h"      // dump_state
+#include "run/checkpointing.cuh" // run_paths, checkpoint_to_resume, resume, Checkpointer
+#include "run/evaluate.cuh"      // evaluate, write_pictures, write_structure_picture
+#include "run/options.h"         // parse_options
+#include "run/report.cuh"        // RunLog, Progress, metrics_json, write_metrics, print_final_table
+#include "run/sample.cuh"        // generate
+#include "run/setup.cuh"         // make_task, model_config, prior_structure, initialise, print_startup
+#include "tasks/batch.h"         // Batch, training_batch, loss_positions
 
 static int train(int argc, char** argv) {
     const Options opt = parse_options(argc, argv);
     if (!opt.generate.empty()) return generate(opt, pick_device(opt));  // text from a checkpoint, then stop
+    RunPaths paths;  // every output is checked writable first, not after the training
+    if (opt.dump_state.empty()) paths = run_paths(opt);
+    else check_writable(opt.dump_state);
     const std::unique_ptr<Task> task = make_task(opt);
     const Device dev = pick_device(opt);
     printf("maskprior: training on the %s: %s\n", dev == DEVICE_GPU ? "GPU" : "CPU (no GPU in use)",
@@ -27,11 +31,15 @@ static int train(int argc, char** argv) {
     const int B = opt.batch;
     const int64_t steps = training_steps(opt, *task);
     Model model;
+    ModelOwner owner{model};  // frees the buffers however train() ends
     model_build(model, cfg, dev, B);
     set_optimizer(model, opt);
     const Structure G = prior_structure(opt, *task, cfg);
     const Initialisation init = initialise(model, opt, *task, G);
-    const int64_t start_step = resume(model, opt, steps);
+    TrainAccuracy train_accuracy;  // classification: top-1 on the training batches between evaluations
+    const std::string resume_path = checkpoint_to_resume(opt, paths);
+    const Resumed resumed = resume(model, opt, resume_path, steps, train_accuracy);
+    const int64_t start_step = resumed.step;
     Metadata run_meta = run_metadata(opt);
 
     // the data: the seeded order of the training examples, and one batch's room
@@ -52,9 +60,18 @@ static int train(int argc, char** argv) {
         return 0;
     }
 
-    const std::string out_dir = run_folder(opt);
-    const std::string save_path = opt.save.empty() ? out_dir + "/model.safetensors" : opt.save;
-    RunLog log(out_dir, start_step > 0);
+    const std::string& out_dir = paths.folder;
+    if (start_step == steps && resumed.meta.count("metrics")) {  // finished, killed before its metrics.json
+        const auto metrics = nlohmann::ordered_json::parse(resumed.meta.at("metrics"), nullptr, false);
+        if (metrics.is_discarded()) fail("%s: its metadata 'metrics' is not JSON", resume_path.c_str());
+        write_metrics(out_dir, metrics);
+        printf("the run was finished (step %lld): wrote %s/metrics.json from its checkpoint\n", (long long)steps,
+               out_dir.c_str());
+        return 0;
+    }
+    RunLog log(out_dir, !resumed.meta.empty(), start_step);
+    const int64_t saved_step = resume_path == paths.checkpoint ? start_step : -1;  // the run folder's own checkpoint
+    Checkpointer checkpointer{paths.checkpoint, opt.checkpoint_every, saved_step};
     print_startup(opt, *task, model, G, init, steps, start_step, out_dir);
     const int64_t log_every = opt.log_every > 0 ? opt.log_every : std::max<int64_t>(1, steps / 10);
     const int64_t eval_every = opt.eval_every > 0 ? opt.eval_every : steps;
@@ -75,14 +92,15 @@ static int train(int argc, char** argv) {
     const bool language = is_language_task(opt.task);
     Progress progress{log_every, steps, dev, task->image_input() ? B : language ? B * task->seq_len : 0,
                       task->image_input() ? "images" : "tokens"};
-    TrainAccuracy train_accuracy;  // classification: top-1 on the training batches between evaluations
     float loss = 0;
     for (int64_t step = start_step; step < steps; step++) {
         const double batch_start = now_seconds();
         training_batch(*task, order, step, batch);
         progress.exclude(now_seconds() - batch_start);
         loss = model_forward(model, batch_input(batch), batch.targets.data(), B, batch.mask());
-        if (!std::isfinite(loss)) fail("the loss became %f at step %lld: lower --lr?", loss, (long long)step);
+        if (!std::isfinite(loss))
+            fail("the loss became %f at step %lld: lower --lr? %s", loss, (long long)step,
+                 checkpointer.last_good().c_str());
         train_accuracy.add(model, batch);
         model_zero_grad(model);
         model_backward(model, B);
@@ -90,12 +108,17 @@ static int train(int argc, char** argv) {
         model.adam.lr = step_learning_rate(opt, step, steps);
         model_update(model);
         const int64_t done = step + 1;
+        fault_point("after-step");
         progress.step_done(done, loss);
         if (done % eval_every == 0 || done == steps) {
             ev = evaluate(model, *task, G, init.reference, positions);
             train_accuracy.report(ev);
             log.evaluation(done, loss, ev);
             progress.restart();  // evaluation time is not training time
+        }
+        if (checkpointer.due(done, steps)) {
+            checkpointer.save(model, run_meta, done, train_accuracy);
+            progress.restart();  // nor is saving
         }
     }
     if (start_step == steps) {  // resumed a finished run: nothing trained, evaluate what is there
@@ -104,20 +127,20 @@ static int train(int argc, char** argv) {
     }
     const double seconds = now_seconds() - t_start;
 
-    // the final report: pictures, checkpoint, metrics.json, the table
+    // the final report: pictures, the checkpoint (holding metrics.json's content), metrics.json, the table
     write_pictures(out_dir, "final", model, ev, *task);
-    run_meta["step"] = std::to_string(steps);
-    checkpoint_save(save_path, cfg, training_state(model), run_meta);
     const std::string loss_name = cfg.head == HEAD_REGRESSION ? opt.loss : "cross-entropy";
-    write_metrics(out_dir,
-                  {{"task", opt.task}, {"init", opt.init}, {"variant", init_variant(opt)}, {"seed", opt.seed},
-                   {"data_dir", opt.data_dir}, {"optimizer", opt.optimizer},
-                   {"encoding", opt.encoding}, {"loss", loss_name}, {"steps", steps}, {"seconds", seconds},
-                   {"final_loss", loss}, {"train_examples", task->train_size()}, {"eval_examples", task->eval_size()}},
-                  ev, dev, command_line(argc, argv));
+    const nlohmann::ordered_json metrics = metrics_json(
+        {{"task", opt.task}, {"init", opt.init}, {"variant", init_variant(opt)}, {"seed", opt.seed},
+         {"data_dir", opt.data_dir}, {"optimizer", opt.optimizer}, {"encoding", opt.encoding}, {"loss", loss_name},
+         {"steps", steps}, {"seconds", seconds}, {"final_loss", loss}, {"train_examples", task->train_size()},
+         {"eval_examples", task->eval_size()}},
+        ev, dev, command_line(argc, argv));
+    run_meta["metrics"] = metrics.dump();
+    checkpointer.save(model, run_meta, steps, train_accuracy);
+    write_metrics(out_dir, metrics);
     print_final_table(cfg, ev, seconds);
-    printf("wrote %s/metrics.json, %s/log.jsonl, %s\n", out_dir.c_str(), out_dir.c_str(), save_path.c_str());
-    model_free(model);
+    printf("wrote %s/metrics.json, %s/log.jsonl, %s\n", out_dir.c_str(), out_dir.c_str(), paths.checkpoint.c_str());
     return 0;
 }
 

@@ -180,33 +180,35 @@ inline BlockActivations head_row_block(const Activations& a) {
 // ----------------------------------------------------------------------------
 // the model
 
+// The pointers start null, so that model_free may free a model whose model_build failed halfway.
 struct Model {
     Config cfg;
-    Device dev;
+    Device dev = DEVICE_CPU;
     int B;  // rows per batch the buffers hold
     std::vector<TensorInfo> layout;
     size_t num_params, num_acts, num_dacts, num_dscores;  // floats in each buffer
-    float *params_mem, *grads_mem, *m_mem, *v_mem, *acts_mem, *dacts_mem;
+    float *params_mem = nullptr, *grads_mem = nullptr, *m_mem = nullptr, *v_mem = nullptr;
+    float *acts_mem = nullptr, *dacts_mem = nullptr;
     ParamTensors params, grads, m, v;
     // (B,NH,T,T) dS, the gradient of one layer's attention scores: attention_backward writes
     // it and reads it back (for dq, dk and dM); the layers take turns, so one buffer serves all
-    float* dscores;
-    float* mask_term;   // (NH,T,T) log σ(M) of the layer attention_forward is on: scratch, rewritten per layer
-    int* tokens;        // (B,T) on dev, token models
-    float* pixels;      // (B,channels,H,W) on dev, image models
-    float* targets;     // (B·head_rows) on dev: a value, a class, or the next token at each position
-    float* loss_mask;   // (B·T) on dev, next-token head only: 1 where a position counts in the loss
+    float* dscores = nullptr;
+    float* mask_term = nullptr;  // (NH,T,T) log σ(M) of the layer attention_forward is on: scratch, per layer
+    int* tokens = nullptr;        // (B,T) on dev, token models
+    float* pixels = nullptr;      // (B,channels,H,W) on dev, image models
+    float* targets = nullptr;     // (B·head_rows) on dev: a value, a class, or the next token at each position
+    float* loss_mask = nullptr;   // (B·T) on dev, next-token head only: 1 where a position counts in the loss
     bool loss_masked;   // whether the last forward pass weighted its rows by loss_mask
     float loss_count;   // the counted rows of the last forward pass: the loss's denominator
     int loss_rows;      // the rows of the last forward pass with targets; 0 when it had none
     bool head_row_only;  // whether the last forward pass ran the last block's tail on the head's row alone
-    float* token_value;  // (V) on dev: cfg.token_value; nullptr under token encoding
+    float* token_value = nullptr;  // (V) on dev: cfg.token_value; nullptr under token encoding
     std::vector<float> losses_host;  // (B·head_rows)
     AdamWSettings adam;
     float weight_decay = 1e-3f, mask_weight_decay = 0.0f;
     float label_smoothing = 0.0f;  // of the cross-entropy heads
     bool freeze_mask = false;      // --freeze-mask: M is a constant, with no gradient and no update
-    float* norm_scratch;           // (grad_norm_scratch_size(num_params)) model_clip_gradients' partial sums
+    float* norm_scratch = nullptr;  // (grad_norm_scratch_size(num_params)) model_clip_gradients' partial sums
     int adam_t = 0;  // optimizer steps taken
 };
 
@@ -265,6 +267,13 @@ inline void model_free(Model& model) {
     if (model.dev == DEVICE_GPU) cudaCheck(cudaFree(model.tokens));
     else free(model.tokens);
 }
+
+// Frees a model's buffers when the scope that holds it ends, however it ends: a run that fails
+// throws out of that scope (main.cu), and nothing it allocated may leak (make test-sanitize).
+struct ModelOwner {
+    Model& model;
+    ~ModelOwner() { model_free(model); }
+};
 
 // The activations of the last forward pass on `rows` examples (the layout depends on rows).
 inline Activations model_activations(const Model& model, int rows) {

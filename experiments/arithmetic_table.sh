@@ -12,8 +12,11 @@
 #            2000 held-out pairs: 96 runs of about 15 s, two at a time: 13 minutes on a 2-core CPU.
 #   --paper: Lee et al.'s NanoGPT size: C 384, L 6, NH 6, HS 64, MLP 1536, batch 256, 5000
 #            steps, lr 1e-3, tested on 10000 held-out pairs. Meant for a GPU.
-# Runs land in runs/table-arithmetic/cpu or .../paper; a run whose metrics.json exists is
-# kept, so an interrupted table continues where it stopped (delete the folder to start over).
+# Runs land in runs/table-arithmetic/cpu or .../paper; a run whose metrics.json exists is kept
+# and an interrupted one continues from its checkpoint, so an interrupted table continues where
+# it stopped (delete the folder to start over). JOBS=N runs N at once (by default one per core,
+# or one per GPU); SCHEDULER=slurm writes the runs out as a Slurm job array, one GPU per run,
+# instead of running them (experiments/table_common.sh).
 set -e
 cd "$(dirname "$0")/.."
 . experiments/table_common.sh
@@ -30,5 +33,6 @@ for setting in add3:0.0005 add3:0.001 add3:0.002 add3:0.004 add3:0.01 mul2:0.03 
         runs_for_seeds "$root/$task-$frac-$init" \
             "--task $task --data-frac $frac --init $init --lr 1e-3 --wd 1e-3 $flags --eval-every 100000"
     done
-done | sh experiments/run_many.sh --keep-finished
+done | run_runs "$root"
+stop_if_scheduled
 /usr/bin/python3 tools/arithmetic_table.py "$root"

@@ -9,8 +9,11 @@
 #            2-core CPU (experiments/run_many.sh).
 #   --paper: GOTU's model: C 256, L 12, NH 6, HS 64, MLP 256, batch 256, Adam
 #            + L2, lr 1e-5 (cyclic3 2e-5), wd 1e-3, 20 / 30 / 80 epochs. Meant for a GPU.
-# Runs land in runs/table-boolean/cpu or .../paper; a run whose metrics.json exists is kept,
-# so an interrupted table continues where it stopped (delete the folder to start over).
+# Runs land in runs/table-boolean/cpu or .../paper; a run whose metrics.json exists is kept and
+# an interrupted one continues from its checkpoint, so an interrupted table continues where it
+# stopped (delete the folder to start over). JOBS=N runs N at once (by default one per core, or
+# one per GPU); SCHEDULER=slurm writes the runs out as a Slurm job array, one GPU per run,
+# instead of running them (experiments/table_common.sh).
 set -e
 cd "$(dirname "$0")/.."
 . experiments/table_common.sh
@@ -25,5 +28,6 @@ for task in 2parity maj3 cyclic3; do
     for init in default qk-svd qk-opt mask; do
         runs_for_seeds "$root/$task-$init" "--task $task --init $init --optimizer adam --wd 1e-3 $flags"
     done
-done | sh experiments/run_many.sh --keep-finished
+done | run_runs "$root"
+stop_if_scheduled
 /usr/bin/python3 tools/boolean_table.py "$root"

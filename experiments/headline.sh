@@ -3,7 +3,8 @@
 # Trains the same small transformer on a Boolean GOTU task four times per seed: with the
 # default init (no mask), with the prior written into the query/key weights (qk-svd, qk-opt)
 # and with the mask init (M = ±c from the task's structure G), on the GPU if there is one, else
-# on the CPU, several runs side by side (experiments/run_many.sh: one per core on a CPU).
+# on the CPU, several runs side by side (experiments/run_many.sh: one per core on a CPU, one per
+# GPU on a machine with several).
 # Prints them side by side with the min-degree interpolator's own accuracy, and draws the
 # prior mass of every run against the step (tools/plot.py) into
 # runs/headline/<optimizer>/plots-<task>. The optimizer is GOTU's, Adam with weight decay as L2

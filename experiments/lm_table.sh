@@ -13,8 +13,11 @@
 # Data: token folders that data/prepare_text.py wrote: $TINYSTORIES_DIR (default
 # data/tinystories-sample-bpe1024) and $WIKITEXT_DIR (default data/wikitext2-bpe1024); each
 # folder's meta.json says which text files and which split it holds (data/README.md).
-# Runs land in runs/table-lm/cpu or .../paper; a run whose metrics.json exists is kept, so an
-# interrupted table continues where it stopped (delete the folder to start over).
+# Runs land in runs/table-lm/cpu or .../paper; a run whose metrics.json exists is kept and an
+# interrupted one continues from its checkpoint, so an interrupted table continues where it
+# stopped (delete the folder to start over). JOBS=N runs N at once (by default one per core, or
+# one per GPU); SCHEDULER=slurm writes the runs out as a Slurm job array, one GPU per run,
+# instead of running them (experiments/table_common.sh).
 set -e
 cd "$(dirname "$0")/.."
 steps=""
@@ -52,7 +55,8 @@ for data in tinystories wikitext2; do
         runs_for_seeds "$root/$data-$variant" \
             "--task lm --data-dir $dir $init $model --steps $steps --eval-every 250 --eval-windows 512 --log-every 100"
     done
-done | sh experiments/run_many.sh --keep-finished
+done | run_runs "$root"
+stop_if_scheduled
 /usr/bin/python3 tools/lm_table.py "$root"
 for data in tinystories wikitext2; do
     /usr/bin/python3 tools/plot.py "$root/$data"-*-s1 --out "$root/plots-$data"

@@ -5,11 +5,14 @@
 # wd 1e-3, c 6, the task's own G, shared mask in every layer, token lookup, MSE), and every
 # setting is trained with the mask init, and with the default init where the setting changes
 # the model or its training rather than G. Two maj3 settings at the end test the README's
-# explanation of why the mask helps maj3 and not 2parity. Runs that finished before are kept
-# (delete runs/sweep-2parity to start over). Then prints the table (tools/boolean_table.py).
+# explanation of why the mask helps maj3 and not 2parity. Runs that finished before are kept and
+# interrupted ones continue from their checkpoint (delete runs/sweep-2parity to start over). Then
+# prints the table (tools/boolean_table.py). JOBS=N and SCHEDULER=slurm as for the tables
+# (experiments/table_common.sh).
 # About 11 minutes on a 2-core CPU, two runs at a time, a third of it the one larger model ("C128-L6").
 set -e
 cd "$(dirname "$0")/.."
+. experiments/table_common.sh
 seeds=${SEEDS:-1 2}
 root=runs/sweep-2parity
 base="--optimizer adam --lr 1e-3 --wd 1e-3"  # 1500 steps, eval every 500: the defaults
@@ -48,5 +51,6 @@ echo "$settings" | while IFS='|' read -r name task inits run_seeds flags; do
             echo "$root/$name/$task-$init-s$seed --task $task $base $flags --init $init --seed $seed"
         done
     done
-done | sh experiments/run_many.sh --keep-finished
+done | run_runs "$root"
+stop_if_scheduled
 /usr/bin/python3 tools/boolean_table.py "$root" --by-setting

@@ -1,9 +1,23 @@
 # What the table scripts share; sourced by them with their own arguments.
 #   [--paper] [--seeds N]: sets size (cpu, or paper with --paper) and count (seeds, 3 unless
 #   --seeds says otherwise); anything else is one line on stderr and exit code 2.
-#   The scripts print one line per run (its folder, then its flags) into
-#   experiments/run_many.sh --keep-finished, which runs them side by side and keeps a run whose
-#   folder holds metrics.json, so an interrupted table continues where it stopped.
+#   The scripts print one line per run (its folder, then its flags) into run_runs ROOT, then
+#   call stop_if_scheduled, then print the table from ROOT's runs.
+#   SCHEDULER (environment) says where the runs go:
+#     local (default)  here: experiments/run_many.sh --keep-finished runs them side by side
+#                      (JOBS=N at once; one per GPU on a machine with several), keeps a run whose
+#                      folder holds metrics.json and continues one that has a checkpoint, so an
+#                      interrupted table continues where it stopped;
+#     slurm            a Slurm job array, one GPU per run: experiments/slurm_array.sh writes the
+#                      run list and the sbatch script into ROOT/slurm and prints the sbatch
+#                      command; the table script then stops (exit 0). Once the array has run,
+#                      the same table command without SCHEDULER=slurm finds every run finished
+#                      and prints the table.
+scheduler=${SCHEDULER:-local}
+case $scheduler in
+    local|slurm) ;;
+    *) echo "$(basename "$0"): error: SCHEDULER=$scheduler (use local or slurm)" >&2; exit 2 ;;
+esac
 size=cpu
 count=3
 while [ $# -gt 0 ]; do
@@ -26,3 +40,17 @@ runs_for_seeds() {
     done
 }
 
+# run_runs ROOT: the runs on stdin, run here or written out for Slurm into ROOT/slurm (SCHEDULER)
+run_runs() {
+    if [ "$scheduler" = slurm ]; then
+        sh experiments/slurm_array.sh "$1"
+    else
+        sh experiments/run_many.sh --keep-finished
+    fi
+}
+
+# stop_if_scheduled: with SCHEDULER=slurm the runs have not run yet, so the table script stops
+# here, without its table (run_runs sits in a pipeline, a subshell, and cannot stop it)
+stop_if_scheduled() {
+    [ "$scheduler" = local ] || exit 0
+}

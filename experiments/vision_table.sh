@@ -17,8 +17,11 @@
 # CIFAR-10 from $CIFAR10_DIR (default data/cifar-10-batches-bin, which data/get_cifar.sh
 # fetches), either the official binary version or an image folder (train/<class>/*,
 # test/<class>/*, e.g. CIFAR-10 as JPEG files), whichever the folder holds.
-# Runs land in runs/table-vision/cpu or .../paper; a run whose metrics.json exists is kept, so
-# an interrupted table continues where it stopped (delete the folder to start over).
+# Runs land in runs/table-vision/cpu or .../paper; a run whose metrics.json exists is kept and
+# an interrupted one continues from its checkpoint, so an interrupted table continues where it
+# stopped (delete the folder to start over). JOBS=N runs N at once (by default one per core, or
+# one per GPU); SCHEDULER=slurm writes the runs out as a Slurm job array, one GPU per run,
+# instead of running them (experiments/table_common.sh).
 set -e
 cd "$(dirname "$0")/.."
 epochs=""
@@ -49,7 +52,8 @@ for data in fashion-mnist cifar10; do
         runs_for_seeds "$root/$data-$init" \
             "$flags --init $init $model --patch 4 --batch 128 --epochs $epochs --eval-every 400 --log-every 100"
     done
-done | sh experiments/run_many.sh --keep-finished
+done | run_runs "$root"
+stop_if_scheduled
 /usr/bin/python3 tools/vision_table.py "$root"
 for data in fashion-mnist cifar10; do
     /usr/bin/python3 tools/plot.py "$root/$data"-*-s1 --out "$root/plots-$data"

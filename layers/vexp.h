@@ -52,8 +52,11 @@ __host__ __device__ inline float vexp(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     const float e_r = p * (r * r) + r + 1.0f;
-    const int32_t half = n_int >> 1;  // 2^n = 2^half · 2^(n - half), each a normal float
-    const float scale1 = float_from_bits((half + 127) << 23), scale2 = float_from_bits((n_int - half + 127) << 23);
+    // 2^n = 2^half · 2^(n - half), each a normal float: its exponent field e + 127 shifted into
+    // place, as an unsigned shift (a NaN x gives a garbage n, whose signed shift would be undefined)
+    const int32_t half = n_int >> 1;
+    const float scale1 = float_from_bits((int32_t)((uint32_t)(half + 127) << 23));
+    const float scale2 = float_from_bits((int32_t)((uint32_t)(n_int - half + 127) << 23));
     float y = e_r * scale1 * scale2;
     y = x < lo ? 0.0f : y;
     y = x > hi ? INFINITY : y;

@@ -31,6 +31,8 @@ struct Options {
     int64_t qk_opt_steps = 2000;
     int64_t eval_every = 500, log_every = 0;
     std::string out, save, resume, dump_state;
+    int64_t checkpoint_every = -1;  // steps between checkpoints; -1: every CHECKPOINT_MINUTES; 0: at the end only
+    bool continue_run = false;      // --continue: resume from the run's own checkpoint when it has one
     // images
     std::string data_dir;
     int patch = 4, mask_window = -1, crop_pad = 4, resize = 0;  // mask_window -1: the task's default
@@ -158,6 +160,13 @@ reports and files
                       (runs/<task>-<init>-s<seed>)
   --save FILE         checkpoint path (DIR/model.safetensors)
   --resume FILE       continue a run from its checkpoint, bit-exactly
+  --checkpoint-every N
+                      save the checkpoint every N steps (atomically, over the
+                      last one); 0: only at the end   (every 5 minutes of work)
+  --continue          continue the run folder's own checkpoint if it has one
+                      (bit-exactly), else start afresh: a killed run, started
+                      again with the same flags and --continue, loses at most
+                      one checkpoint interval
   --dump-state FILE   write parameters, the first batch, its loss and every gradient, then exit
   --help              this text
 )";
@@ -245,6 +254,7 @@ inline Options parse_options(int argc, char** argv) {
         if (flag == "--no-flip") { o.flip = false; continue; }
         if (flag == "--coarse-labels") { o.coarse_labels = true; continue; }
         if (flag == "--freeze-mask") { o.freeze_mask = true; continue; }
+        if (flag == "--continue") { o.continue_run = true; continue; }
         if (flag.rfind("--", 0) != 0) fail("unexpected argument '%s' (see --help)", flag.c_str());
         static const char* valued[] = {"--task", "--init", "--device", "--optimizer", "--seed", "--steps",
                                        "--epochs", "--batch", "--lr", "--wd", "--mask-wd", "--width", "--layers",
@@ -255,7 +265,8 @@ inline Options parse_options(int argc, char** argv) {
                                        "--data-dir", "--patch", "--pool", "--mask-window", "--crop-pad", "--resize",
                                        "--schedule", "--warmup", "--min-lr", "--clip-grad", "--label-smoothing",
                                        "--seq-len", "--eval-windows", "--mask-prior", "--generate", "--prompt",
-                                       "--sample-tokens", "--temperature", "--top-k"};
+                                       "--sample-tokens", "--temperature", "--top-k",
+                                       "--checkpoint-every"};
         bool known = false;
         for (const char* v : valued) known |= flag == v;
         if (!known) fail("unknown flag %s (see --help)", flag.c_str());
@@ -291,6 +302,7 @@ inline Options parse_options(int argc, char** argv) {
         else if (flag == "--save") o.save = value;
         else if (flag == "--resume") o.resume = value;
         else if (flag == "--dump-state") o.dump_state = value;
+        else if (flag == "--checkpoint-every") o.checkpoint_every = parse_int(flag, value, 0);
         else if (flag == "--mask-structure") o.mask_structure = value;
         else if (flag == "--prior-layers") o.prior_layers = parse_choice(flag, value, {"all", "first"});
         else if (flag == "--qk-opt-steps") o.qk_opt_steps = parse_int(flag, value, 1);
@@ -342,6 +354,9 @@ inline Options parse_options(int argc, char** argv) {
         }
         o.task = "lm";
     }
+    if (o.continue_run && !o.resume.empty()) fail("give --continue or --resume FILE, not both");
+    if (!o.dump_state.empty() && (o.continue_run || o.checkpoint_every >= 0))
+        fail("--dump-state writes one batch's state and trains nothing: no --continue or --checkpoint-every");
     if (o.mask_per_head && o.init != "mask") fail("--mask-per-head needs --init mask");
     if (o.generate.empty() && (!o.prompt.empty() || o.top_k > 0))
         fail("--prompt and --top-k are for --generate CHECKPOINT");

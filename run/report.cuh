@@ -11,6 +11,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 #include "layers/common.cuh"   // now_seconds, device_sync, device_name, cpu_vector_bits, cpu_threads
+#include "run/atomic_file.h"   // write_text_file
 #include "run/evaluate.cuh"    // Evaluation
 
 #ifndef MASKPRIOR_GIT_COMMIT
@@ -78,13 +79,28 @@ inline void print_evaluation(int64_t step, const Evaluation& ev) {
     fflush(stdout);
 }
 
-// log.jsonl in the run folder: appended to when the run resumes, started afresh otherwise
+// log.jsonl in the run folder: started afresh, or, when the run resumes at start_step, kept up to
+// that step and appended to. Rows past start_step are dropped: a run killed after an evaluation
+// but before its next checkpoint does that evaluation again, and its row must not appear twice.
 struct RunLog {
     std::ofstream file;
 
-    RunLog(const std::string& dir, bool append)
-        : file(dir + "/log.jsonl", append ? std::ios::app : std::ios::trunc) {
-        if (!file) fail("cannot write %s/log.jsonl", dir.c_str());
+    RunLog(const std::string& dir, bool resumed, int64_t start_step) {
+        const std::string path = dir + "/log.jsonl";
+        if (resumed) {
+            std::ifstream old(path);
+            std::string line, kept;
+            while (std::getline(old, line)) {
+                if (old.eof()) break;  // a last line without its newline: a write cut short by a kill
+                const nlohmann::json row = nlohmann::json::parse(line, nullptr, false);
+                if (row.is_discarded() || !row.contains("step") || !row["step"].is_number_integer())
+                    fail("%s: a line is not a log row: %.60s", path.c_str(), line.c_str());
+                if (row["step"].get<int64_t>() <= start_step) kept += line + "\n";
+            }
+            write_text_file(path, kept);
+        }
+        file.open(path, resumed ? std::ios::app : std::ios::trunc);
+        if (!file) fail("cannot write %s", path.c_str());
     }
 
     // One evaluation: its line on stdout, its row in log.jsonl. train_loss: the loss of the
@@ -140,23 +156,21 @@ struct Progress {
 // ----------------------------------------------------------------------------
 // the end of a run
 
-// metrics.json: `about` (what was run and how) followed by the final evaluation, written to a
-// temporary file and renamed, so that a reader never sees half of it.
-inline void write_metrics(const std::string& dir, nlohmann::ordered_json about, const Evaluation& ev, Device dev,
-                          const std::string& command) {
+// metrics.json's content: `about` (what was run and how) followed by the final evaluation.
+inline nlohmann::ordered_json metrics_json(nlohmann::ordered_json about, const Evaluation& ev, Device dev,
+                                           const std::string& command) {
     about["command"] = command;
     about["git_commit"] = MASKPRIOR_GIT_COMMIT;
     about["device"] = device_name(dev);
     about["cpu_vector_bits"] = cpu_vector_bits();
     about["threads"] = cpu_threads();
     about.update(evaluation_json(ev));
-    const std::string path = dir + "/metrics.json", tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp);
-        f << about.dump(2) << "\n";
-        if (!f) fail("cannot write %s", tmp.c_str());
-    }
-    if (rename(tmp.c_str(), path.c_str()) != 0) fail("cannot write %s", path.c_str());
+    return about;
+}
+
+// metrics.json, written to a temporary file and renamed, so that a reader never sees half of it
+inline void write_metrics(const std::string& dir, const nlohmann::ordered_json& metrics) {
+    write_text_file(dir + "/metrics.json", metrics.dump(2) + "\n");
 }
 
 inline void print_final_table(const Config& c, const Evaluation& ev, double seconds) {

@@ -2,7 +2,8 @@
 // Format: 8-byte little-endian header length N, N bytes of JSON header, raw data.
 // Header: {"name": {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, ...,
 //          "__metadata__": {"key": "value", ...}}; offsets are relative to the data start.
-// Writes go to FILE.tmp, which is then renamed to FILE: a crash never leaves a torn file.
+// Writes go to FILE.tmp, which is synced and then renamed to FILE (run/atomic_file.h): a crash
+// never leaves a torn file.
 // Every way a file can be broken (short, bad JSON, offsets outside the data, a dtype we do
 // not read) throws InputError (fail()) with one line naming the file.
 #pragma once
@@ -12,7 +13,8 @@
 #include <string>
 #include <vector>
 #include <nlohmann/json.hpp>
-#include "layers/errors.h"  // fail()
+#include "layers/errors.h"    // fail()
+#include "run/atomic_file.h"  // commit_file
 
 struct StTensor {
     std::string name;
@@ -55,9 +57,11 @@ inline void safetensors_write(const std::string& path, const StFile& file) {
     bool ok = fwrite(&header_len, 8, 1, f) == 1 && fwrite(text.data(), 1, text.size(), f) == text.size();
     for (const StTensor& t : file.tensors)
         ok = ok && fwrite(t.data.data(), sizeof(float), t.data.size(), f) == t.data.size();
-    ok = (fclose(f) == 0) && ok;
-    if (!ok) fail("writing %s failed (disk full?)", tmp.c_str());
-    if (rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename %s to %s", tmp.c_str(), path.c_str());
+    if (!ok) {
+        fclose(f);
+        fail("writing %s failed (disk full?)", tmp.c_str());
+    }
+    commit_file(f, tmp, path);  // on disk, then renamed over path
 }
 
 inline StFile safetensors_read(const std::string& path) {
@@ -90,20 +94,25 @@ inline StFile safetensors_read(const std::string& path) {
             }
             if (entry.at("dtype").get<std::string>() != "F32")
                 fail("%s: tensor %s is not F32", path.c_str(), name.c_str());
+            for (const char* key : {"shape", "data_offsets"})  // get<> would convert 1e30 or -1.5 undefined
+                for (const auto& v : entry.at(key))
+                    if (!v.is_number_integer())
+                        fail("%s: tensor %s has a %s entry that is not an integer", path.c_str(), name.c_str(), key);
             StTensor t;
             t.name = name;
             t.shape = entry.at("shape").get<std::vector<int64_t>>();
             auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
-            size_t n = 1;
+            const size_t max_floats = SIZE_MAX / sizeof(float);  // more than any file holds
+            size_t n = 1;  // numel, held at max_floats from above: [2^32, 2^32] must not wrap round to 0
             for (int64_t d : t.shape) {
                 if (d < 0) fail("%s: tensor %s has a negative dimension", path.c_str(), name.c_str());
-                n *= (size_t)d;
+                n = d != 0 && n > max_floats / (size_t)d ? max_floats : n * (size_t)d;
             }
             if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_size ||
                 offsets[1] - offsets[0] != n * sizeof(float))
                 fail("%s: tensor %s has data offsets outside the file (truncated?)", path.c_str(), name.c_str());
             t.data.resize(n);
-            memcpy(t.data.data(), data.data() + offsets[0], n * sizeof(float));
+            if (n > 0) memcpy(t.data.data(), data.data() + offsets[0], n * sizeof(float));  // no null pointer
             file.tensors.push_back(std::move(t));
         }
     } catch (const nlohmann::json::exception& e) {

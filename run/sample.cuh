@@ -58,6 +58,7 @@ inline int generate(const Options& opt, Device dev) {
         fail("%s has %d tokens, the model %s was trained on %d", vocabulary.path.c_str(), vocabulary.size(),
              opt.generate.c_str(), cfg.V);
     Model model;
+    ModelOwner owner{model};  // frees the buffers however generate() ends
     model_build(model, cfg, dev, 1);
     model_upload(model, model.params_mem, checkpoint_load(opt.generate, cfg, &meta).params);
     // an empty prompt starts a new line, where the texts' documents start (token 0 in a vocabulary
@@ -89,6 +90,5 @@ inline int generate(const Options& opt, Device dev) {
         fflush(stdout);
     }
     fprintf(stderr, "\nmaskprior: %lld tokens in %.2f s\n", (long long)opt.sample_tokens, now_seconds() - start);
-    model_free(model);
     return 0;
 }

@@ -1,7 +1,7 @@
 // run/setup.cuh: from the command line to a model ready to train: the task, the device, the
 // model's config (checked against what the task can give), the prior's structure G, the
-// initialisation with its step-0 check, a resumed checkpoint, and the startup table that
-// shows all of it.
+// initialisation with its step-0 check, the run's metadata and folder, and the startup table
+// that shows all of it. Checkpoints and resuming are run/checkpointing.cuh's.
 #pragma once
 #include <sys/stat.h>
 #include <algorithm>
@@ -15,7 +15,7 @@
 #include "prior/init.cuh"         // init_default, init_mask_from_structure, init_qk_*, init_mimetic, init_check
 #include "prior/persistence.cuh"  // PersistenceReference
 #include "prior/structure.h"      // Structure, read_structure
-#include "run/checkpoint.h"       // checkpoint_load
+#include "run/checkpoint.h"       // Metadata
 #include "run/evaluate.cuh"       // batch_input
 #include "run/options.h"          // Options
 #include "run/report.cuh"         // fmt
@@ -241,39 +241,6 @@ inline Metadata run_metadata(const Options& opt) {
     }
     m["freeze_mask"] = opt.freeze_mask ? "1" : "0";
     return m;
-}
-
-// Run keys added after the first checkpoints were written, and what a file without them means
-static const Metadata RUN_METADATA_ADDED_LATER = {{"schedule", "constant"}, {"warmup", "-1"}, {"min_lr", "0"},
-                                                  {"clip_grad", "0"},       {"label_smoothing", "0"},
-                                                  {"freeze_mask", "0"}};
-
-// --resume: loads the checkpoint into the model and returns its step (0 without --resume).
-inline int64_t resume(Model& model, const Options& opt, int64_t steps) {
-    if (opt.resume.empty()) return 0;
-    Metadata meta;
-    TrainingState state = checkpoint_load(opt.resume, model.cfg, &meta);  // checks the config itself
-    for (const auto& [key, want] : run_metadata(opt)) {
-        auto later = RUN_METADATA_ADDED_LATER.find(key);
-        if (!meta.count(key) && later != RUN_METADATA_ADDED_LATER.end()) meta[key] = later->second;
-        if (meta[key] != want)
-            fail("%s is a checkpoint of %s=%s; this run asks for %s=%s", opt.resume.c_str(), key.c_str(),
-                 meta[key].c_str(), key.c_str(), want.c_str());
-    }
-    const int64_t step = atoll(meta["step"].c_str());
-    if (step > steps)
-        fail("%s is at step %lld, past --steps %lld", opt.resume.c_str(), (long long)step, (long long)steps);
-    model_upload(model, model.params_mem, state.params);
-    model_upload(model, model.m_mem, state.m);
-    model_upload(model, model.v_mem, state.v);
-    model.adam_t = state.adam_t;
-    return step;
-}
-
-// The model's state as a checkpoint holds it
-inline TrainingState training_state(const Model& model) {
-    return {model_download(model, model.params_mem), model_download(model, model.m_mem),
-            model_download(model, model.v_mem), model.adam_t};
 }
 
 // The init with its variant: mask, mask-alibi, mask-frozen, mask-alibi-frozen, or the init's name

@@ -9,7 +9,7 @@
 //   train-images-idx3-ubyte, train-labels-idx1-ubyte   the training split (60000 images of 28x28)
 //   t10k-images-idx3-ubyte,  t10k-labels-idx1-ubyte    the test split (10000 images of 28x28)
 //   images: u32 magic 0x00000803, u32 count, u32 rows, u32 cols, then count*rows*cols pixel bytes
-//           (image after image, each row-major, 0 = background)
+//           (image after image, each row-major, 0 = background); rows and cols 1..65535
 //   labels: u32 magic 0x00000801, u32 count, then count label bytes, 0..9
 //   every u32 big-endian; a file holds exactly what its header promises, no more.
 //
@@ -105,6 +105,7 @@ inline std::vector<uint8_t> read_gzip_bytes(const std::string& path) {
 
 constexpr uint32_t IDX_IMAGES_MAGIC = 0x00000803, IDX_LABELS_MAGIC = 0x00000801;
 constexpr int IDX_CLASSES = 10;
+constexpr uint32_t IDX_MAX_SIDE = 65535;  // rows and cols lie in 1 .. this
 
 // One IDX file's bytes and the path they came from (the .gz name when it was compressed).
 struct IdxBytes {
@@ -144,11 +145,15 @@ inline std::vector<uint32_t> idx_header(const IdxBytes& file, uint32_t magic, in
         throw std::runtime_error(file.path + ": magic number " + hex_u32(found) + ", but an IDX " + kind +
                                  " file starts with " + hex_u32(magic));
     std::vector<uint32_t> sizes;  // (dims): count, then rows and cols for images
+    for (int d = 0; d < dims; d++) sizes.push_back(big_endian_u32(file.bytes.data() + 4 + 4 * d));
+    // sides of 1 .. 65535: each one an int, and count x rows x cols below 2^64, so never wrapped
+    // round to the payload of a file that holds no pixels
+    if (dims == 3 && (sizes[1] < 1 || sizes[2] < 1 || sizes[1] > IDX_MAX_SIDE || sizes[2] > IDX_MAX_SIDE))
+        throw std::runtime_error(file.path + ": the header promises " + kind + " of " + std::to_string(sizes[1]) +
+                                 "x" + std::to_string(sizes[2]) + ", but each side must lie in 1.." +
+                                 std::to_string(IDX_MAX_SIDE));
     uint64_t payload = 1;
-    for (int d = 0; d < dims; d++) {
-        sizes.push_back(big_endian_u32(file.bytes.data() + 4 + 4 * d));
-        payload *= sizes.back();
-    }
+    for (uint32_t size : sizes) payload *= size;
     const uint64_t body = file.bytes.size() - header;
     if (body != payload) {
         std::string promise = std::to_string(sizes[0]) + " " + kind;

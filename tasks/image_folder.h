@@ -15,7 +15,8 @@
 // the first image's height and width, unless resize > 0: then each image whose size differs is
 // resized to resize x resize by the bilinear resize below (pixel centres aligned, edges
 // clamped; no antialiasing, so meant for modest factors, not for shrinking large photographs).
-// The whole data set is decoded into memory; data sets larger than memory are out of scope.
+// The whole data set is decoded into memory; data sets larger than memory are out of scope, and an
+// image may have at most 2^24 pixels (IMAGE_MAX_PIXELS, 4096 x 4096).
 //
 // Every error is one line, thrown as std::runtime_error, starting with the path concerned.
 #pragma once
@@ -27,6 +28,7 @@
 #include <stb/stb_image.h>
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -92,12 +94,109 @@ inline void resize_bilinear(const uint8_t* in, int in_h, int in_w, uint8_t* out,
     }
 }
 
+constexpr int64_t IMAGE_MAX_PIXELS = 1 << 24;  // 4096 x 4096: a photo of 12 megapixels passes
+
+// What makes a JPEG file unsafe for the stb_image of Debian 12 (libstb-dev, stb_image 2.27), or
+// "" (also for any other format). That version decodes two kinds of broken JPEG out of bounds
+// (stb issues 1289 and 1291, fixed in stb_image 2.28): a DHT segment whose table declares more
+// than 256 codes writes past the table, and a scan that uses a Huffman table no DHT segment has
+// defined yet decodes with uninitialised memory (an assertion in stb then aborts the program).
+// This walks the segments the way stb reads them: a marker's 2-byte length skips its segment,
+// entropy-coded data is skipped byte by byte up to the next marker.
+inline std::string jpeg_huffman_problem(const std::vector<uint8_t>& file) {
+    if (file.empty() || file[0] != 0xFF) return "";  // stb takes FF ... FF D8 for a JPEG's start, nothing else
+    auto byte = [&](size_t i) { return i < file.size() ? file[i] : 0; };  // stb reads 0 past the end
+    bool progressive = false, defined[2][4] = {};  // [DC, AC][table]: a DHT segment has defined it
+    for (size_t at = 0; at + 4 <= file.size();) {
+        const uint8_t marker = file[at + 1];
+        if (file[at] != 0xFF || marker == 0xFF) {  // entropy-coded data, or a fill byte
+            at++;
+            continue;
+        }
+        if (marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) {  // no length
+            at += 2;
+            continue;
+        }
+        const size_t begin = at + 4, end = at + 2 + (file[at + 2] << 8 | file[at + 3]);
+        if (marker == 0xC2) progressive = true;
+        for (size_t t = begin; marker == 0xC4 && t < end;) {  // DHT: class << 4 | id, 16 counts, the codes
+            int codes = 0;
+            for (int k = 1; k <= 16; k++) codes += byte(t + k);
+            if (codes > 256) return "a JPEG Huffman table of " + std::to_string(codes) + " codes, more than 256";
+            if (byte(t) >> 4 < 2 && (byte(t) & 15) < 4) defined[byte(t) >> 4][byte(t) & 15] = true;
+            t += 17 + codes;
+        }
+        const int n = byte(begin);  // SOS: n components (id, DC table << 4 | AC table), Ss, Se, Ah << 4 | Al
+        if (marker == 0xDA && n >= 1 && n <= 4 && end == begin + 4 + 2 * (size_t)n) {
+            const bool dc = !progressive || (byte(begin + 1 + 2 * n) == 0 && byte(begin + 3 + 2 * n) >> 4 == 0);
+            const bool ac = !progressive || byte(begin + 1 + 2 * n) > 0;  // progressive: Ss 0 DC, else AC
+            for (int c = 0; c < n; c++) {
+                const int dc_table = byte(begin + 2 + 2 * c) >> 4, ac_table = byte(begin + 2 + 2 * c) & 15;
+                if ((dc && dc_table < 4 && !defined[0][dc_table]) || (ac && ac_table < 4 && !defined[1][ac_table]))
+                    return "a JPEG scan that uses a Huffman table no DHT segment defines";
+            }
+        }
+        at = end;
+    }
+    return "";
+}
+
+// What makes a PNG file unsafe for stb_image 2.27, or "" (also for any other format): it allocates
+// the length an IDAT chunk claims (doubled) before reading the chunk, so 12 bytes claiming 2^31
+// cost 4 GB. Every chunk up to IEND must fit in the file.
+inline std::string png_chunk_problem(const std::vector<uint8_t>& file) {
+    if (file.size() < 8 || memcmp(file.data(), "\x89PNG\r\n\x1a\n", 8) != 0) return "";
+    for (size_t at = 8; at + 8 <= file.size();) {  // a chunk: u32 length, 4-byte type, the data, u32 CRC
+        const uint32_t length = big_endian_u32(&file[at]);
+        if (length > file.size() - at - 8)
+            return "a PNG chunk of " + std::to_string(length) + " bytes, past the end of the file";
+        if (memcmp(&file[at + 4], "IEND", 4) == 0) break;
+        at += 12 + (size_t)length;
+    }
+    return "";
+}
+
+// The bytes of an image file, once nothing in them is unsafe to decode: jpeg_huffman_problem and
+// png_chunk_problem find nothing, and the header claims at most IMAGE_MAX_PIXELS (stb decodes the
+// data a JPEG or BMP file lacks as zeros, so a header of a few bytes claiming 65535 x 65535 would
+// cost 12 GB and minutes).
+inline std::vector<uint8_t> read_image_file(const std::string& path) {
+    std::vector<uint8_t> bytes = read_file_bytes(path);
+    if (bytes.size() > INT_MAX) throw std::runtime_error(path + ": an image file of more than 2 GB");
+    for (const std::string& problem : {jpeg_huffman_problem(bytes), png_chunk_problem(bytes)})
+        if (!problem.empty()) throw std::runtime_error(path + ": cannot decode the image (" + problem + ")");
+    int width = 0, height = 0, channels = 0;
+    if (!stbi_info_from_memory(bytes.data(), (int)bytes.size(), &width, &height, &channels)) return bytes;
+    const int64_t rows = std::abs((int64_t)height), cols = std::abs((int64_t)width);  // a top-down BMP: height < 0
+    if (rows * cols > IMAGE_MAX_PIXELS)
+        throw std::runtime_error(path + ": " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                 " pixels, more than the " + std::to_string(IMAGE_MAX_PIXELS) +
+                                 " an image may have (shrink such images before training on them)");
+    return bytes;
+}
+
+// Why stb_image could not decode a file, as one printable line: stb quotes the name of an unknown
+// PNG chunk straight from the file, and those four bytes can be anything, a newline included.
+inline std::string decode_failure() {
+    std::string reason = stbi_failure_reason();
+    for (char& c : reason)
+        if (!std::isprint((unsigned char)c)) c = '?';
+    return "cannot decode the image (" + reason + ")";
+}
+
 // Decodes one file and appends it to set, channel-first, in set's channels and size (resized to
 // them when resize > 0); first_path is the image that fixed that size, for the error message.
 inline void append_image(const std::string& path, ImageSet& set, int resize, const std::string& first_path) {
     int width = 0, height = 0, channels_in_file = 0;
-    uint8_t* hwc = stbi_load(path.c_str(), &width, &height, &channels_in_file, set.channels);  // (h, w, channels)
-    if (!hwc) throw std::runtime_error(path + ": cannot decode the image (" + stbi_failure_reason() + ")");
+    const std::vector<uint8_t> file = read_image_file(path);
+    uint8_t* hwc = stbi_load_from_memory(file.data(), (int)file.size(), &width, &height, &channels_in_file,
+                                         set.channels);  // (h, w, channels)
+    if (!hwc) throw std::runtime_error(path + ": " + decode_failure());
+    if (height < 1 || width < 1) {  // stb decodes a BMP of height 0
+        stbi_image_free(hwc);
+        throw std::runtime_error(path + ": an image of " + std::to_string(height) + "x" + std::to_string(width) +
+                                 " pixels (height x width)");
+    }
     if (resize == 0 && (height != set.height || width != set.width)) {
         stbi_image_free(hwc);
         throw std::runtime_error(path + ": " + std::to_string(height) + "x" + std::to_string(width) +
@@ -134,8 +233,12 @@ inline ImageSet read_image_split(const std::string& dir, const std::string& spli
     set.channels = channels;
     set.height = height;
     set.width = width;
-    set.pixels.reserve(files.size() * set.image_bytes());
-    for (const std::string& file : files) append_image(file, set, resize, first_path);
+    for (size_t i = 0; i < files.size(); i++) {
+        append_image(files[i], set, resize, first_path);
+        // only now: the size came from the first image's header, which a file of a few bytes can
+        // make claim 65535 x 65535 pixels; decoded, it has shown that it holds them
+        if (i == 0) set.pixels.reserve(files.size() * set.image_bytes());
+    }
     return set;
 }
 
@@ -159,8 +262,10 @@ inline ImageData load_image_folder(const std::string& dir, int resize = 0) {
     // the first image fixes the channels, and the size unless resize does
     const std::string first = sorted_image_files(train_dir + "/" + data.class_names[0])[0];
     int width = 0, height = 0, channels_in_file = 0;
-    if (!stbi_info(first.c_str(), &width, &height, &channels_in_file))
-        throw std::runtime_error(first + ": cannot decode the image (" + stbi_failure_reason() + ")");
+    const std::vector<uint8_t> first_file = read_image_file(first);
+    if (!stbi_info_from_memory(first_file.data(), (int)first_file.size(), &width, &height, &channels_in_file))
+        throw std::runtime_error(first + ": " + decode_failure());
+    height = std::abs(height);  // stb_image 2.27 gives a top-down BMP's height (stored negative) as it is stored
     const int channels = channels_in_file <= 2 ? 1 : 3;
     if (resize > 0) height = width = resize;
     data.train = read_image_split(dir, "train", data.class_names, channels, height, width, resize, first);

@@ -3,8 +3,11 @@
 # checkpoints, the PyTorch cross-check; its GPU cases skip themselves without a GPU), the GPU
 # tests on the CPU emulation of CUDA (tests/emulated_tests, and tests/emulated_tests_asan under
 # the sanitizers), the planted bugs the emulation must catch (tests/planted_bugs.sh), the same
-# run's bytes from builds at two vector widths (tests/march_check.sh), the plot script's test,
-# then one closing line.
+# run's bytes from builds at two vector widths (tests/march_check.sh), the plot script's and
+# prepare_text.py's tests, the faults (runs killed and continued: tests/test_faults.sh; the
+# command-line cases on ./maskprior-sanitize: tests/sanitize.sh --quick; every parser's fuzzer
+# for a few seconds: tests/fuzz/smoke.sh), the scheduler scripts (tests/test_scheduler.sh), then
+# one closing line.
 passed=0; failed=0; skipped=0; status=0
 # one doctest binary: its output, then its counts added to the totals
 run_doctest() {
@@ -41,6 +44,14 @@ echo "== the CPU result at two vector widths (tests/march_check.sh)"
 run_script tests/march_check.sh
 run_script tests/test_plot.sh
 run_script tests/test_prepare_text.sh
+echo "== faults: runs killed with SIGKILL and continued (tests/test_faults.sh)"
+run_script tests/test_faults.sh --timed 2
+echo "== the command line under AddressSanitizer and UndefinedBehaviorSanitizer (tests/sanitize.sh --quick)"
+run_script tests/sanitize.sh --quick
+echo "== every input parser under libFuzzer, a few seconds each (tests/fuzz/smoke.sh)"
+run_script tests/fuzz/smoke.sh
+echo "== the table scripts' schedulers: JOBS, a Slurm array run locally (tests/test_scheduler.sh)"
+run_script tests/test_scheduler.sh
 [ "$gpu_cases_skipped" != 0 ] && echo "(skipped: $gpu_cases_skipped GPU cases of tests/unit_tests, as there is no GPU here;" \
     "the emulation ran them, and make gpu-check runs them on a GPU)"
 echo "tests: $passed passed, $failed failed, $skipped skipped"

@@ -4,7 +4,7 @@
 #include "test_util.h"
 #include "run/safetensors.h"
 
-static const std::string TINY = "./maskprior --device cpu --width 8 --layers 1 --heads 2 --head-size 4 --mlp 8 ";
+static const std::string TINY = MASKPRIOR + " --device cpu --width 8 --layers 1 --heads 2 --head-size 4 --mlp 8 ";
 
 // A bad command must answer with exactly one line on stderr, "maskprior: error: ...", exit 2.
 static void expect_error(const std::string& args, const std::string& words) {
@@ -77,7 +77,7 @@ TEST_CASE("bad checkpoints get one clear line and exit code 2") {
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::ofstream(TMP_PREFIX + "cut.safetensors", std::ios::binary) << bytes.substr(0, bytes.size() - 100);
     expect_error("--task maj3 --steps 4 --resume " + TMP_PREFIX + "cut.safetensors", "outside the file");
-    CommandResult r = run_command("./maskprior --device cpu --width 16 --layers 1 --heads 2 --head-size 4 --mlp 8 "
+    CommandResult r = run_command(MASKPRIOR + " --device cpu --width 16 --layers 1 --heads 2 --head-size 4 --mlp 8 "
                                   "--steps 4 --resume " + TMP_PREFIX + "ck/model.safetensors", true);
     CHECK(r.exit_code == 2);
     CHECK(r.out.find("width=8, but this run has width=16") != std::string::npos);

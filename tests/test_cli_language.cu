@@ -26,13 +26,13 @@ TEST_CASE("--task lm: bad flags and data get one clear line and exit code 2") {
     expect_error("--task maj3 --prompt hello", "--prompt and --top-k are for --generate");
     expect_error("--generate x.safetensors --task maj3", "--generate samples from a language model, not maj3");
     expect_error("--generate x.safetensors --data-dir x --width 64", "--width is not for --generate");
-    CommandResult missing = run_command("./maskprior --generate " + TMP_PREFIX + "no_such.safetensors", true);
+    CommandResult missing = run_command(MASKPRIOR + " --generate " + TMP_PREFIX + "no_such.safetensors", true);
     CHECK(missing.exit_code == 2);
     CHECK(missing.out.find("cannot open") != std::string::npos);
 }
 
 TEST_CASE("--task lm: a short run learns the walk, reports loss, perplexity and bits per byte; resume is bit-exact") {
-    const std::string run = "./maskprior --device cpu --task lm --data-dir " + walk_folder() +
+    const std::string run = MASKPRIOR + " --device cpu --task lm --data-dir " + walk_folder() +
                             " --width 32 --layers 2 --heads 2 --head-size 16 --mlp 64 --seq-len 16 --batch 16 ";
     const std::string dir = TMP_PREFIX + "lm_learns";
     CommandResult r =
@@ -52,7 +52,7 @@ TEST_CASE("--task lm: a short run learns the walk, reports loss, perplexity and 
     CHECK(saved.metadata["mask_prior"] == "window");
     CHECK(saved.metadata["mask_window"] == "4");
 
-    const std::string tiny = "./maskprior --device cpu --task lm --data-dir " + walk_folder() +
+    const std::string tiny = MASKPRIOR + " --device cpu --task lm --data-dir " + walk_folder() +
                              " --width 16 --layers 2 --heads 2 --head-size 8 --mlp 16 --seq-len 16 --batch 4 "
                              "--eval-every 100 --eval-windows 4 --warmup 2 ";
     StFile alibi = expect_resume_bit_exact(tiny + "--init mask --mask-prior alibi ", 3, 7, "lm_alibi");
@@ -77,7 +77,7 @@ TEST_CASE("--task lm: a short run learns the walk, reports loss, perplexity and 
 
     // sampling from the trained model: a seed gives the same text; top-k 1 is greedy; other seeds differ
     const std::string generate =
-        "./maskprior --device cpu --generate " + dir + "/model.safetensors --sample-tokens 60 ";
+        MASKPRIOR + " --device cpu --generate " + dir + "/model.safetensors --sample-tokens 60 ";
     auto text_of = [](const std::string& cmd) { return run_command("(" + cmd + " 2>/dev/null)"); };  // stdout only
     CommandResult one = text_of(generate + "--seed 5"), again = text_of(generate + "--seed 5");
     REQUIRE_MESSAGE(one.exit_code == 0, one.out);
@@ -89,7 +89,7 @@ TEST_CASE("--task lm: a short run learns the walk, reports loss, perplexity and 
     CHECK(text_of(generate + "--prompt AB --temperature 0").out.rfind("ABCDEFG", 0) == 0);
 
     REQUIRE(run_command(TINY + "--task maj3 --steps 2 --out " + TMP_PREFIX + "lm_not").exit_code == 0);
-    CommandResult not_lm = run_command("./maskprior --generate " + TMP_PREFIX + "lm_not/model.safetensors", true);
+    CommandResult not_lm = run_command(MASKPRIOR + " --generate " + TMP_PREFIX + "lm_not/model.safetensors", true);
     CHECK(not_lm.exit_code == 2);
     CHECK(not_lm.out.find("not a language model's checkpoint") != std::string::npos);
 }

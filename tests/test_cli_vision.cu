@@ -45,7 +45,7 @@ TEST_CASE("image tasks: every init runs on an image folder and reports top-1 acc
 
 TEST_CASE("image tasks: a short CPU run on coloured classes learns them") {
     const std::string dir = TMP_PREFIX + "vision_learns";
-    CommandResult r = run_command("./maskprior --device cpu --task images --data-dir " + tiny_image_folder() +
+    CommandResult r = run_command(MASKPRIOR + " --device cpu --task images --data-dir " + tiny_image_folder() +
                                   " --patch 4 --batch 12 --steps 60 --lr 3e-3 --out " + dir);
     REQUIRE_MESSAGE(r.exit_code == 0, r.out);
     std::ifstream metrics_file(dir + "/metrics.json");

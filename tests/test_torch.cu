@@ -12,7 +12,7 @@ static const std::string PYTHON_BIN = getenv("MASKPRIOR_PYTHON") ? getenv("MASKP
 static const std::string PYTHON = PYTHON_BIN + " tests/torch_reference.py ";
 
 static void cross_check(const std::string& args, const std::string& file) {
-    CommandResult dump = run_command("./maskprior --device cpu --batch 16 " + args + " --dump-state " + file);
+    CommandResult dump = run_command(MASKPRIOR + " --device cpu --batch 16 " + args + " --dump-state " + file);
     REQUIRE_MESSAGE(dump.exit_code == 0, dump.out);
     CommandResult check = run_command(PYTHON + file);
     CAPTURE(args);
@@ -89,7 +89,7 @@ TEST_CASE("every gradient matches PyTorch autograd") {
 // Dumps one batch with `args`, then corrupts each named tensor in turn: the check must fail.
 static void expect_cross_check_to_catch(const std::string& args, const std::string& file,
                                         std::initializer_list<const char*> names) {
-    REQUIRE(run_command("./maskprior --device cpu --batch 16 " + args + " --dump-state " + file).exit_code == 0);
+    REQUIRE(run_command(MASKPRIOR + " --device cpu --batch 16 " + args + " --dump-state " + file).exit_code == 0);
     for (const char* name : names) {
         CommandResult r = run_command(PYTHON + file + " --corrupt " + name);
         CAPTURE(name);

@@ -94,9 +94,17 @@ inline std::string write_image_folder(const std::string& dir, int classes, int p
 
 inline bool gpu_available() { return gpu_count() > 0; }
 
+// The program the command-line tests run: ./maskprior, or $MASKPRIOR_BINARY (make test-sanitize
+// runs them on ./maskprior-sanitize, built with the sanitizers).
+inline std::string maskprior_binary() {
+    const char* binary = getenv("MASKPRIOR_BINARY");
+    return binary ? binary : "./maskprior";
+}
+static const std::string MASKPRIOR = maskprior_binary();
+
 // The binary the GPU tests run: under the CUDA emulation (emu/) the one built against it.
 #ifdef MASKPRIOR_CUDA_EMULATION
 static const std::string GPU_BINARY = "./maskprior-emulated";
 #else
-static const std::string GPU_BINARY = "./maskprior";
+static const std::string GPU_BINARY = MASKPRIOR;
 #endif

@@ -23,3 +23,4 @@
 #include "test_augment.cu"
 #include "test_language.cu"
 #include "test_cli_language.cu"
+#include "test_cli_faults.cu"

@@ -4,7 +4,7 @@
 # otherwise sudo; where neither works it says what to install and stops.
 set -e
 needed="doctest-dev nlohmann-json3-dev libstb-dev python3-torch python3-numpy python3-matplotlib libopenblas0-pthread
-libboost-context-dev zlib1g-dev dataset-fashion-mnist python3-sentencepiece"
+libboost-context-dev zlib1g-dev dataset-fashion-mnist python3-sentencepiece clang libclang-rt-14-dev"
 missing=""
 for pkg in $needed; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"
