@@ -8,8 +8,9 @@
 # Builds what is missing or stale (make tests/fuzz/bin/fuzz_<name>; clang++ with ASan and UBSan).
 # Each harness first checks that its valid seeds parse (tests/fuzz/fuzz.h), then fuzzes starting
 # from tests/fuzz/corpus/<name>/ (valid/ and rejected/), which it only reads. What a run leaves is
-# in tests/fuzz/out/<name>/ (git-ignored, emptied at the start of each run): corpus/ (the inputs
-# it found), log, and the reproducer of a finding: crash-*, leak-*, timeout-* or oom-*, replayed by
+# in $FUZZ_OUT/<name>/ (default tests/fuzz/out, git-ignored; emptied at the start of each run):
+# corpus/ (the inputs it found), log, and the reproducer of a finding: crash-*, leak-*, timeout-*
+# or oom-*, replayed by
 #   tests/fuzz/bin/fuzz_<name> tests/fuzz/out/<name>/crash-...      (from the repository root)
 # The inputs are written to a folder under /dev/shm (memory) when there is one, else under out/.
 # Limits: 2 GB of memory (RSS and any one malloc), 5 s per input, inputs up to MAX_LEN bytes below.
@@ -39,14 +40,15 @@ max_len() {
 
 # shellcheck disable=SC2086
 make --no-print-directory -s $(for name in $harnesses; do echo "tests/fuzz/bin/fuzz_$name"; done) || exit 1
-scratch=$( (mkdir -p tests/fuzz/out && mktemp -d /dev/shm/maskprior-fuzz-XXXXXX 2>/dev/null) ||
-    mktemp -d "$PWD/tests/fuzz/out/tmp-XXXXXX")
+results=${FUZZ_OUT:-tests/fuzz/out}
+mkdir -p "$results" || exit 1
+scratch=$(mktemp -d /dev/shm/maskprior-fuzz-XXXXXX 2>/dev/null || mktemp -d "$PWD/$results/tmp-XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 export UBSAN_OPTIONS="print_stacktrace=1:$UBSAN_OPTIONS"
 status=0
 printf '%-12s %12s %8s %8s %16s  %s\n' harness executions exec/s seconds corpus crashes
 for name in $harnesses; do
-    out=tests/fuzz/out/$name
+    out=$results/$name
     rm -rf "$out"
     mkdir -p "$out/corpus"
     seeds=$(find "tests/fuzz/corpus/$name" -type f | wc -l)
