@@ -25,7 +25,9 @@
 #   make test-faults  runs killed with SIGKILL at exact points and at 20 random moments, each continued
 #                   with --continue, must end bit-identical to an uninterrupted run
 #   make test-large the logits' kernels past 2^31 floats (a GPU with ~18 GB; also in gpu-check)
-#   make gpu-check  the GPU tests, a paper-size GPU run and the PyTorch timing (needs a GPU)
+#   make gpu-check  the GPU tests, the kernel lab, a paper-size GPU run and the PyTorch timing (needs a GPU)
+#   make dev        the kernel lab (dev/): every version of a kernel checked and timed; make dev-emulated
+#                   the same programs on the CPU emulation (correctness only)
 #   make bench      CPU speed against PyTorch eager (the make-run, wide, ViT and LM models) and
 #                   against this machine's FMA peak (tools/fma_peak)
 #   make fuzz       every input parser under libFuzzer with ASan and UBSan, 10^6 inputs each
@@ -97,8 +99,16 @@ EMU_HEADERS = $(wildcard emu/*.h)
 EMU_TESTS = tests/emulated_tests.cu tests/test_gpu.cu tests/test_gpu_vision.cu tests/test_gpu_language.cu \
             tests/test_emulation.cu tests/test_util.h tests/temp_dir.h tests/text_fixture.h
 
+# The kernel lab (dev/, dev/README.md): one program per kernel family that runs every version of
+# it, checks each against the CPU reference and times it with CUDA events, in one table.
+#   make dev           with nvcc, for a GPU (ARCH, HOST_MARCH as above)
+#   make dev-emulated  on the CPU emulation of CUDA: the checks only (make test runs them, --quick)
+DEV_NAMES    = attention_forward attention_backward
+DEV_BINS     = $(DEV_NAMES:%=dev/%)
+DEV_EMULATED = $(DEV_NAMES:%=dev/%-emulated)
+
 .PHONY: all run test test-emulated table-boolean table-arithmetic table-vision table-lm test-large sweep-2parity gpu-check gpu-include bench deps \
-        clean test-sanitize test-faults fuzz fuzz-smoke
+        clean test-sanitize test-faults fuzz fuzz-smoke dev dev-emulated
 
 all: maskprior
 
@@ -146,11 +156,22 @@ deps:
 run: deps maskprior
 	@SEEDS="$(SEEDS)" OPTIMIZER=$(OPTIMIZER) sh experiments/headline.sh $(TASK)
 
-test: deps maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan maskprior-sanitize
+test: deps maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan maskprior-sanitize \
+      $(DEV_EMULATED)
 	@sh tests/run_all.sh
 
 test-emulated: deps maskprior-emulated tests/emulated_tests
 	./tests/emulated_tests --no-intro=true
+
+dev: $(DEV_BINS)
+
+dev-emulated: $(DEV_EMULATED)
+
+$(DEV_BINS): dev/%: dev/%.cu dev/dev_common.h $(HEADERS) .build-settings
+	$(NVCC) $(NVCCFLAGS) -o $@ $< $(LDLIBS)
+
+$(DEV_EMULATED): dev/%-emulated: dev/%.cu dev/dev_common.h $(HEADERS) $(EMU_HEADERS) .build-settings
+	$(EMU_CXX) $(EMU_FLAGS) -o $@ -x c++ $< -x none $(EMU_LIBS)
 
 table-boolean: deps maskprior
 	@sh experiments/boolean_table.sh $(BOOLEAN_ARGS)
@@ -191,7 +212,7 @@ bench: deps maskprior tools/fma_peak
 
 clean:
 	rm -f maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan tools/fma_peak \
-	      maskprior-sanitize tests/unit_tests_sanitize
+	      maskprior-sanitize tests/unit_tests_sanitize $(DEV_BINS) $(DEV_EMULATED)
 	rm -rf tests/fuzz/bin
 
 # ---- fuzzing (tests/fuzz/) ----

@@ -16,14 +16,20 @@
 //   S_ij += log σ(M_ij)         ->  dM_ij += sum_b (sum_h when shared) dS_ij σ(-M_ij)
 // dS, the gradient of the scores, is one (B, NH, T, T) buffer named dscores wherever it
 // appears (dA is never stored: step 1 below turns dy into dS directly). The mask gradient
-// reduces dS over the batch in a fixed order, one thread per mask entry: no atomics, so runs
-// are bit-reproducible.
+// reduces dS over the batch in a fixed order (kernel 1: one thread per mask entry; kernel 3:
+// per batch group, then over the groups): no atomics, so runs are bit-reproducible.
+//
+// The GPU kernels come in versions, each adding one idea, chosen by --attention-kernel:
+// 1 below (the row functions as they are), 2 in attention_warp.cuh, 3 in attention_flash.cuh.
+// dev/ runs them side by side (README: "Kernels for learners").
 //
 // Layout of one qkv row (3·NH·HS floats): all heads' q, then all k, then all v; head h's q
 // is at [h·HS, (h+1)·HS), its k at NH·HS + h·HS, its v at 2·NH·HS + h·HS. The output row
 // (NH·HS) is the heads' y side by side.
 #pragma once
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <vector>
 #include "layers/common.cuh"   // Device, ceil_div, cudaCheck
 #include "layers/gemm_cpu.h"   // gemm_accumulate_serial, StridedMatrix: the CPU fast path
@@ -368,18 +374,65 @@ __global__ void attention_backward_mask_kernel1(float* dmask, const float* dscor
     if (m < s.mask_heads * s.T * s.T) attention_mask_entry_backward(dmask, dscores, mask, s, m);
 }
 
+// ----------------------------------------------------------------------------
+// the faster kernel versions, each in its own file and each adding one idea; dev/ checks and
+// times them side by side (README: "Kernels for learners")
+#include "attention_warp.cuh"   // version 2: one warp per row, warp shuffles for the softmax
+#include "attention_flash.cuh"  // version 3: shared-memory tiles, online softmax; dM in a fixed order
+
+struct AttentionKernel {
+    int version;
+    const char* idea;
+};
+inline const AttentionKernel ATTENTION_KERNELS[] = {
+    {1, "a thread per row, column, mask entry: the CPU's loops"},
+    {2, "a warp per row: lanes over keys, shuffles for max, sum"},
+    {3, "shared k/v tiles, online softmax; dM in batch groups"},
+};
+constexpr int ATTENTION_KERNEL_COUNT = 3;
+constexpr int ATTENTION_KERNEL_DEFAULT = 1;  // the fastest version verified on a GPU so far (README: GPU)
+
+// The version the GPU launchers run (--attention-kernel); the CPU paths are the same at every version.
+inline int& attention_kernel_version() {
+    static int version = ATTENTION_KERNEL_DEFAULT;
+    return version;
+}
+
+// Why version v cannot run this shape, or "" when it can (version 3 keeps HS/32 dims a lane)
+inline std::string attention_kernel_refusal(int version, int HS) {
+    if (version < 1 || version > ATTENTION_KERNEL_COUNT)
+        return "attention kernel " + std::to_string(version) + " does not exist (1 to " +
+               std::to_string(ATTENTION_KERNEL_COUNT) + ")";
+    if (version == 3 && HS > FLASH_MAX_HS)
+        return "attention kernel 3 holds at most " + std::to_string(FLASH_MAX_HS) + " dims a head (--head-size " +
+               std::to_string(HS) + ")";
+    return "";
+}
+
+// The one-line refusal of --attention-kernel when the chosen version cannot run heads of HS dims
+inline void attention_kernel_check(int HS) {
+    const std::string refusal = attention_kernel_refusal(attention_kernel_version(), HS);
+    if (!refusal.empty()) fail("--attention-kernel: %s", refusal.c_str());
+}
+
 // mask_term: (mask_heads,T,T) on dev, room for log σ(M); unused (may be nullptr) without a mask
 inline void attention_forward(Device dev, float* out, float* att, const float* qkv, const float* mask,
                               float* mask_term, AttentionShape s) {
     if (dev == DEVICE_CPU)
         return CPU_REFERENCE ? attention_forward_cpu_reference(out, att, qkv, mask, mask_term, s)
                              : attention_forward_cpu(out, att, qkv, mask, mask_term, s);
+    const int version = attention_kernel_version();
+    const std::string refusal = attention_kernel_refusal(version, s.HS);
+    if (!refusal.empty()) throw std::logic_error("attention_forward: " + refusal);
     if (s.mask_heads) {
         int count = s.mask_heads * s.T * s.T;
         launch_kernel<mask_term_kernel1>(ceil_div(count, 128), 128, 0, mask_term, mask, count);
     }
-    launch_kernel<attention_forward_kernel1>(ceil_div((size_t)s.B * s.NH * s.T, 128), 128, 0, out, att, qkv,
-                                             mask_term, s);
+    if (version == 1)
+        launch_kernel<attention_forward_kernel1>(ceil_div((size_t)s.B * s.NH * s.T, 128), 128, 0, out, att, qkv,
+                                                 mask_term, s);
+    else if (version == 2) attention_forward_gpu2(out, att, qkv, mask_term, s);
+    else attention_forward_gpu3(out, att, qkv, mask_term, s);
 }
 
 inline void attention_backward(Device dev, float* dqkv, float* dmask, float* dscores, const float* dout,
@@ -387,9 +440,15 @@ inline void attention_backward(Device dev, float* dqkv, float* dmask, float* dsc
     if (dev == DEVICE_CPU)
         return CPU_REFERENCE ? attention_backward_cpu_reference(dqkv, dmask, dscores, dout, qkv, att, mask, s)
                              : attention_backward_cpu(dqkv, dmask, dscores, dout, qkv, att, mask, s);
-    int rows = s.B * s.NH * s.T;
-    launch_kernel<attention_backward_rows_kernel1>(ceil_div(rows, 128), 128, 0, dqkv, dscores, dout, qkv, att, s);
-    launch_kernel<attention_backward_columns_kernel1>(ceil_div(rows, 128), 128, 0, dqkv, dscores, dout, qkv, att, s);
+    const int version = attention_kernel_version(), rows = s.B * s.NH * s.T;
+    if (version == 3) return attention_backward_gpu3(dqkv, dmask, dscores, dout, qkv, att, mask, s);
+    if (version == 1) {
+        launch_kernel<attention_backward_rows_kernel1>(ceil_div(rows, 128), 128, 0, dqkv, dscores, dout, qkv, att, s);
+        launch_kernel<attention_backward_columns_kernel1>(ceil_div(rows, 128), 128, 0, dqkv, dscores, dout, qkv, att,
+                                                          s);
+    } else {
+        attention_backward_gpu2(dqkv, dscores, dout, qkv, att, s);
+    }
     if (s.mask_heads == 0) return;
     launch_kernel<attention_backward_mask_kernel1>(ceil_div((size_t)s.mask_heads * s.T * s.T, 128), 128, 0, dmask,
                                                    dscores, mask, s);

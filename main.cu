@@ -23,8 +23,9 @@ static int train(int argc, char** argv) {
     else check_writable(opt.dump_state);
     const std::unique_ptr<Task> task = make_task(opt);
     const Device dev = pick_device(opt);
-    printf("maskprior: training on the %s: %s\n", dev == DEVICE_GPU ? "GPU" : "CPU (no GPU in use)",
-           device_name(dev).c_str());
+    printf("maskprior: training on the %s: %s%s\n", dev == DEVICE_GPU ? "GPU" : "CPU (no GPU in use)",
+           device_name(dev).c_str(),
+           dev == DEVICE_GPU ? (", attention kernel " + std::to_string(attention_kernel_version())).c_str() : "");
 
     // the model, its prior and its initialisation
     const Config cfg = model_config(opt, *task);

@@ -27,6 +27,7 @@ struct Options {
     int width = 32, layers = 2, heads = 2, head_size = 16, mlp = 32;
     float mask_c = 6.0f;
     bool mask_per_head = false, causal = false, tf32 = false;
+    int attention_kernel = 0;  // the GPU's attention kernel version; 0: attention.cuh's default
     std::string mask_structure, prior_layers = "all";
     int64_t qk_opt_steps = 2000;
     int64_t eval_every = 500, log_every = 0;
@@ -153,6 +154,10 @@ training
   --seed S            fixes init, data order and so the whole run      (1)
   --device D          auto | cpu | cuda (auto: the GPU if there is one) (auto)
   --tf32              allow TF32 matmuls on the GPU (off: plain fp32)
+  --attention-kernel N  the GPU's attention kernels: 1 one thread a row, 2 one
+                      warp a row, 3 shared-memory tiles and online softmax
+                      (dev/README.md); every version computes the same
+                      attention, to rounding                            (1)
 reports and files
   --eval-every N      evaluate every N steps (and at the end)          (500)
   --log-every N       progress line every N steps                      (steps/10)
@@ -266,7 +271,7 @@ inline Options parse_options(int argc, char** argv) {
                                        "--schedule", "--warmup", "--min-lr", "--clip-grad", "--label-smoothing",
                                        "--seq-len", "--eval-windows", "--mask-prior", "--generate", "--prompt",
                                        "--sample-tokens", "--temperature", "--top-k",
-                                       "--checkpoint-every"};
+                                       "--checkpoint-every", "--attention-kernel"};
         bool known = false;
         for (const char* v : valued) known |= flag == v;
         if (!known) fail("unknown flag %s (see --help)", flag.c_str());
@@ -298,6 +303,7 @@ inline Options parse_options(int argc, char** argv) {
         else if (flag == "--mask-c") o.mask_c = (float)parse_real(flag, value, 0, false);
         else if (flag == "--eval-every") o.eval_every = parse_int(flag, value, 1);
         else if (flag == "--log-every") o.log_every = parse_int(flag, value, 1);
+        else if (flag == "--attention-kernel") o.attention_kernel = (int)parse_int(flag, value, 1);  // setup.cuh checks
         else if (flag == "--out") o.out = value;
         else if (flag == "--save") o.save = value;
         else if (flag == "--resume") o.resume = value;

@@ -67,6 +67,10 @@ inline Device pick_device(const Options& opt) {
     if (opt.device == "cuda" && gpus == 0) fail("--device cuda, but no CUDA GPU is available");
     Device dev = (opt.device == "cuda" || (opt.device == "auto" && gpus > 0)) ? DEVICE_GPU : DEVICE_CPU;
     if (dev == DEVICE_GPU) set_tf32(opt.tf32);
+    if (opt.attention_kernel) {
+        attention_kernel_version() = opt.attention_kernel;
+        attention_kernel_check(1);  // the version exists (the heads are checked with the model's config)
+    }
     return dev;
 }
 
@@ -115,6 +119,7 @@ inline Config model_config(const Options& opt, const Task& task) {
                 fail("--loss logistic needs ±1 targets; task %s has the target %g", opt.task.c_str(), y);
         }
     }
+    attention_kernel_check(cfg.HS);
     // The kernels index the body's activations with int row counts; keep the largest, B·T times
     // its widest row, below 2^31 floats. The logits (B·T·V for a language model) are indexed in
     // 64 bits everywhere and may pass 2^31 (tests/test_large.cu proves it on a GPU).

@@ -1,10 +1,12 @@
 #!/bin/sh
 # make gpu-check: everything that needs a GPU, in one script.
 #   1. build for sm_90 (headers from gpu_include/ when the machine has no Debian packages);
-#      BUILD=0 uses the ./maskprior and tests/unit_tests already there instead (built elsewhere
-#      with `make maskprior tests/unit_tests ARCH=90 HOST_MARCH=x86-64-v3` and carried along)
-#   2. the GPU test cases: every kernel against its CPU reference, a whole training step GPU vs
-#      CPU, a short GPU training run that must learn
+#      BUILD=0 uses the ./maskprior, tests/unit_tests and dev/ programs already there instead
+#      (built elsewhere with `make maskprior tests/unit_tests dev ARCH=90 HOST_MARCH=x86-64-v3`
+#      and carried along)
+#   2. the GPU test cases: every kernel (every attention version) against its CPU reference, a
+#      whole training step GPU vs CPU, a short GPU training run that must learn
+#   2b. the kernel lab (dev/): every attention version checked and timed, forward and backward
 #   3. the GPU kernel tests under compute-sanitizer memcheck (racecheck, slower, after step 5;
 #      some GPU machines' runtimes refuse the tool: reported as "refused", not as a failure)
 #   4. the paper-size GOTU model on 2parity, 5 epochs: default and mask init (the full 20-epoch
@@ -15,6 +17,9 @@
 #      data/tinystories-sample-bpe1024), 300 steps, the ALiBi-shaped mask, then 100 sampled tokens;
 #      and the logits' kernels past 2^31 floats (MASKPRIOR_LARGE_TESTS=1, ~18 GB of GPU memory)
 #   5. the same model and batch timed in PyTorch eager and torch.compile against ours
+#   5c. the attention layer alone, forward + backward with dM: kernels 1-3 against PyTorch eager,
+#      torch.compile and FlexAttention with a learnable bias, at T 64 and 256, with a bitwise
+#      determinism check of each (tools/bench_attention.py)
 #   6. the whole test suite (the CPU cases too, on this machine's CPU)
 # then one summary table. Every step has a time limit (a step past it is recorded as such).
 # Logs go to $OUT (default /tmp/maskprior-gpu-check).
@@ -41,9 +46,10 @@ failed() { if [ "$3" = 124 ]; then record "$1" "FAILED: did not finish in $2 s";
 echo "== 1. build (sm_90)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 if [ "${BUILD:-1}" = 0 ]; then
-    if [ -x maskprior ] && [ -x tests/unit_tests ]; then record build "prebuilt binaries (BUILD=0)"
-    else record build "FAILED: BUILD=0 but ./maskprior or tests/unit_tests is missing"; fi
-elif make -B maskprior tests/unit_tests ARCH=90 $inc > "$OUT/build.log" 2>&1; then record build ok
+    if [ -x maskprior ] && [ -x tests/unit_tests ] && [ -x dev/attention_forward ] && [ -x dev/attention_backward ]
+    then record build "prebuilt binaries (BUILD=0)"
+    else record build "FAILED: BUILD=0 but ./maskprior, tests/unit_tests or a dev/ program is missing"; fi
+elif make -B maskprior tests/unit_tests dev ARCH=90 $inc > "$OUT/build.log" 2>&1; then record build ok
 else cat "$OUT/build.log"; record build FAILED; fi
 
 echo "== 2. the GPU test cases"
@@ -51,6 +57,14 @@ if timeout 300 ./tests/unit_tests --no-intro=true -tc="*GPU*" > "$OUT/tests-gpu.
 then record "unit tests (GPU cases)" "ok, $(grep 'test cases:' "$OUT/tests-gpu.log" | tr -s ' ')"
 else failed "unit tests (GPU cases)" 300 $?; fi
 grep -E "ERROR|FATAL|test cases:" "$OUT/tests-gpu.log"
+
+echo "== 2b. the kernel lab: every attention version, checked and timed"
+for program in attention_forward attention_backward; do
+    if timeout 120 ./dev/$program > "$OUT/dev-$program.txt" 2>&1
+    then record "dev/$program" "every version matches the CPU (table in $OUT/dev-$program.txt)"
+    else failed "dev/$program" 120 $?; fi
+    cat "$OUT/dev-$program.txt"
+done
 
 # sanitize TOOL: the GPU kernel tests under compute-sanitizer's TOOL
 sanitize() {
@@ -120,6 +134,12 @@ echo "== 5. speed against PyTorch (same model and batch)"
 if timeout 150 $PY tools/bench_gpu.py > "$OUT/bench.log" 2>&1; then record "speed vs PyTorch" "$(tail -1 "$OUT/bench.log")"
 else failed "speed vs PyTorch" 150 $?; fi
 cat "$OUT/bench.log"
+
+echo "== 5c. the attention layer alone against PyTorch eager, torch.compile and FlexAttention"
+if timeout 240 $PY tools/bench_attention.py > "$OUT/bench-attention.log" 2>&1
+then record "attention vs PyTorch" "$(tail -1 "$OUT/bench-attention.log")"
+else failed "attention vs PyTorch" 240 $?; fi
+cat "$OUT/bench-attention.log"
 
 echo "== 5b. compute-sanitizer racecheck on the GPU kernel tests"
 sanitize racecheck

@@ -2,8 +2,9 @@
 # make test: the doctest suite (layers, attention, model, inits, tasks, command line,
 # checkpoints, the PyTorch cross-check; its GPU cases skip themselves without a GPU), the GPU
 # tests on the CPU emulation of CUDA (tests/emulated_tests, and tests/emulated_tests_asan under
-# the sanitizers), the planted bugs the emulation must catch (tests/planted_bugs.sh), the same
-# run's bytes from builds at two vector widths (tests/march_check.sh), the plot script's and
+# the sanitizers), the kernel lab's programs on the emulation (dev/), the planted bugs the
+# emulation must catch (tests/planted_bugs.sh), the same run's bytes from builds at two vector
+# widths (tests/march_check.sh), the plot script's and
 # prepare_text.py's tests, the faults (runs killed and continued: tests/test_faults.sh; the
 # command-line cases on ./maskprior-sanitize: tests/sanitize.sh --quick; every parser's fuzzer
 # for a few seconds: tests/fuzz/smoke.sh), the scheduler scripts (tests/test_scheduler.sh), then
@@ -20,15 +21,16 @@ run_doctest() {
     [ -z "$summary" ] && { failed=$((failed + 1)); return; }
     passed=$((passed + $(count passed))); failed=$((failed + $(count failed))); skipped=$((skipped + $(count skipped)))
 }
-# a script that exits 0 (passed), 77 (skipped) or anything else (failed)
-run_script() {
-    sh "$@"
+# a program that exits 0 (passed), 77 (skipped) or anything else (failed)
+run_program() {
+    "$@"
     case $? in
         0) passed=$((passed + 1)) ;;
         77) skipped=$((skipped + 1)) ;;
         *) failed=$((failed + 1)); status=1 ;;
     esac
 }
+run_script() { run_program sh "$@"; }
 run_doctest ./tests/unit_tests
 gpu_cases_skipped=$skipped
 echo "== the GPU tests on the CPU emulation of CUDA (emu/)"
@@ -39,6 +41,9 @@ echo "== the same under AddressSanitizer and UndefinedBehaviorSanitizer (all but
 start=$(date +%s)
 run_doctest ./tests/emulated_tests_asan -tce="a short GPU training run*"
 echo "(under the sanitizers they took $(($(date +%s) - start)) s)"
+echo "== the kernel lab on the emulation: every attention version against the CPU (dev/*-emulated --quick)"
+run_program ./dev/attention_forward-emulated --quick
+run_program ./dev/attention_backward-emulated --quick
 run_script tests/planted_bugs.sh
 echo "== the CPU result at two vector widths (tests/march_check.sh)"
 run_script tests/march_check.sh

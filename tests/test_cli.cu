@@ -41,6 +41,9 @@ TEST_CASE("bad command lines get one clear line and exit code 2") {
     expect_error("stray", "unexpected argument");
     expect_error("--prior-layers some", "--prior-layers must be one of");
     expect_error("--qk-opt-steps 0", "--qk-opt-steps must be at least 1");
+    expect_error("--attention-kernel 4", "--attention-kernel: attention kernel 4 does not exist (1 to 3)");
+    expect_error("--attention-kernel 0", "--attention-kernel must be at least 1");
+    expect_error("--attention-kernel 3 --head-size 200", "holds at most 128 dims a head");
     if (!gpu_available()) expect_error("--device cuda", "no CUDA GPU");
 }
 

@@ -193,41 +193,83 @@ TEST_CASE("GPU losses and AdamW match the CPU" * doctest::skip(NO_GPU)) {
     }
 }
 
-TEST_CASE("GPU attention matches the CPU, mask gradient included" * doctest::skip(NO_GPU)) {
+// Runs the test's body with each attention kernel version in turn, and restores the default.
+struct AttentionVersion {
+    explicit AttentionVersion(int v) { attention_kernel_version() = v; }
+    ~AttentionVersion() { attention_kernel_version() = ATTENTION_KERNEL_DEFAULT; }
+};
+
+TEST_CASE("GPU attention matches the CPU at every kernel version, mask gradient included" * doctest::skip(NO_GPU)) {
     const AttentionShape shapes[] = {{3, 7, 3, 5, 0, false}, {3, 7, 3, 5, 1, false}, {2, 9, 2, 4, 2, true},
                                      {1, 1, 1, 1, 1, false}, {64, 16, 2, 16, 1, false}, {256, 16, 6, 64, 6, false},
-                                     {32, 65, 3, 64, 1, false}, {16, 33, 4, 8, 4, true}};
-    for (AttentionShape s : shapes) {
-        CAPTURE(s.B); CAPTURE(s.T); CAPTURE(s.NH); CAPTURE(s.HS); CAPTURE(s.mask_heads); CAPTURE(s.causal);
-        Rng rng(4);
-        const size_t rows = (size_t)s.B * s.T, att_n = (size_t)s.B * s.NH * s.T * s.T;
-        auto qkv = random_vector<float>(rows * 3 * s.NH * s.HS, rng);
-        auto mask = random_vector<float>((size_t)std::max(1, s.mask_heads) * s.T * s.T, rng, 4);
-        auto dout = random_vector<float>(rows * s.NH * s.HS, rng);
-        std::vector<float> out(rows * s.NH * s.HS), att(att_n), dscores(att_n);
-        auto dqkv = random_vector<float>(qkv.size(), rng), dmask = random_vector<float>(mask.size(), rng);
-        GpuBuffer g_qkv(qkv), g_mask(mask), g_dout(dout), g_out(out), g_att(att), g_dscores(dscores);
-        std::vector<float> mask_term(mask.size());
-        GpuBuffer g_dqkv(dqkv), g_dmask(dmask), g_mask_term(mask_term);
-        const float* m = s.mask_heads ? mask.data() : nullptr;
-        const float* gm = s.mask_heads ? g_mask.ptr : nullptr;
-        attention_forward_cpu(out.data(), att.data(), qkv.data(), m, mask_term.data(), s);
-        attention_forward(DEVICE_GPU, g_out.ptr, g_att.ptr, g_qkv.ptr, gm, g_mask_term.ptr, s);
-        expect_close("attention out", g_out.get(), out, REDUCTION);
-        expect_close("attention weights", g_att.get(), att, REDUCTION);
-        attention_backward_cpu(dqkv.data(), dmask.data(), dscores.data(), dout.data(), qkv.data(), att.data(), m, s);
-        attention_backward(DEVICE_GPU, g_dqkv.ptr, g_dmask.ptr, g_dscores.ptr, g_dout.ptr, g_qkv.ptr, g_att.ptr, gm, s);
-        expect_close("attention dqkv", g_dqkv.get(), dqkv, REDUCTION);
-        expect_close("attention dmask", g_dmask.get(), dmask, REDUCTION);
-        // dS given (dout = nullptr), as the qk-opt fit runs it: dq and dk from the CPU's dS
-        AttentionShape no_mask = s;
-        no_mask.mask_heads = 0;
-        std::vector<float> given(qkv.size(), 0.0f);
-        GpuBuffer g_given(given), g_ds(dscores);
-        attention_backward_cpu(given.data(), (float*)nullptr, dscores.data(), (const float*)nullptr, qkv.data(),
-                               att.data(), (const float*)nullptr, no_mask);
-        attention_backward(DEVICE_GPU, g_given.ptr, nullptr, g_ds.ptr, nullptr, g_qkv.ptr, g_att.ptr, nullptr, no_mask);
-        expect_close("attention dqkv, dS given", g_given.get(), given, REDUCTION);
+                                     {32, 65, 3, 64, 1, false}, {16, 33, 4, 8, 4, true}, {9, 40, 2, 100, 1, true}};
+    for (int version = 1; version <= ATTENTION_KERNEL_COUNT; version++)
+        for (AttentionShape s : shapes) {
+            CAPTURE(version);
+            CAPTURE(s.B); CAPTURE(s.T); CAPTURE(s.NH); CAPTURE(s.HS); CAPTURE(s.mask_heads); CAPTURE(s.causal);
+            AttentionVersion chosen(version);
+            Rng rng(4);
+            const size_t rows = (size_t)s.B * s.T, att_n = (size_t)s.B * s.NH * s.T * s.T;
+            auto qkv = random_vector<float>(rows * 3 * s.NH * s.HS, rng);
+            auto mask = random_vector<float>((size_t)std::max(1, s.mask_heads) * s.T * s.T, rng, 4);
+            auto dout = random_vector<float>(rows * s.NH * s.HS, rng);
+            std::vector<float> out(rows * s.NH * s.HS), att(att_n), dscores(att_n);
+            auto dqkv = random_vector<float>(qkv.size(), rng), dmask = random_vector<float>(mask.size(), rng);
+            GpuBuffer g_qkv(qkv), g_mask(mask), g_dout(dout), g_out(out), g_att(att);
+            GpuBuffer g_dscores{std::vector<float>(att_n, NAN)};  // dS is scratch the backward writes before reading
+            std::vector<float> mask_term(mask.size());
+            GpuBuffer g_dqkv(dqkv), g_dmask(dmask), g_mask_term(mask_term);
+            const float* m = s.mask_heads ? mask.data() : nullptr;
+            const float* gm = s.mask_heads ? g_mask.ptr : nullptr;
+            attention_forward_cpu(out.data(), att.data(), qkv.data(), m, mask_term.data(), s);
+            attention_forward(DEVICE_GPU, g_out.ptr, g_att.ptr, g_qkv.ptr, gm, g_mask_term.ptr, s);
+            expect_close("attention out", g_out.get(), out, REDUCTION);
+            expect_close("attention weights", g_att.get(), att, REDUCTION);
+            attention_backward_cpu(dqkv.data(), dmask.data(), dscores.data(), dout.data(), qkv.data(), att.data(), m,
+                                   s);
+            attention_backward(DEVICE_GPU, g_dqkv.ptr, g_dmask.ptr, g_dscores.ptr, g_dout.ptr, g_qkv.ptr, g_att.ptr,
+                               gm, s);
+            expect_close("attention dqkv", g_dqkv.get(), dqkv, REDUCTION);
+            expect_close("attention dmask", g_dmask.get(), dmask, REDUCTION);
+            // dS given (dout = nullptr), as the qk-opt fit runs it: dq and dk from the CPU's dS
+            AttentionShape no_mask = s;
+            no_mask.mask_heads = 0;
+            std::vector<float> given(qkv.size(), 0.0f);
+            GpuBuffer g_given(given), g_ds(dscores);
+            attention_backward_cpu(given.data(), (float*)nullptr, dscores.data(), (const float*)nullptr, qkv.data(),
+                                   att.data(), (const float*)nullptr, no_mask);
+            attention_backward(DEVICE_GPU, g_given.ptr, nullptr, g_ds.ptr, nullptr, g_qkv.ptr, g_att.ptr, nullptr,
+                               no_mask);
+            expect_close("attention dqkv, dS given", g_given.get(), given, REDUCTION);
+        }
+}
+
+TEST_CASE("GPU attention gives the same bits at every run, at every kernel version" * doctest::skip(NO_GPU)) {
+    const AttentionShape s = {24, 33, 3, 16, 1, false};  // 3 groups of batch rows for version 3's dM
+    Rng rng(6);
+    const size_t rows = (size_t)s.B * s.T, att_n = (size_t)s.B * s.NH * s.T * s.T;
+    GpuBuffer g_qkv(random_vector<float>(rows * 3 * s.NH * s.HS, rng)), g_mask(random_vector<float>(s.T * s.T, rng, 4));
+    GpuBuffer g_dout(random_vector<float>(rows * s.NH * s.HS, rng)), g_out{std::vector<float>(rows * s.NH * s.HS)};
+    GpuBuffer g_att{std::vector<float>(att_n)}, g_dscores{std::vector<float>(att_n)};
+    GpuBuffer g_mask_term{std::vector<float>(s.T * s.T)};
+    for (int version = 1; version <= ATTENTION_KERNEL_COUNT; version++) {
+        CAPTURE(version);
+        AttentionVersion chosen(version);
+        std::vector<float> runs[2][2];  // [run][out, dmask ++ dqkv]
+        for (auto& run : runs) {
+            GpuBuffer g_dqkv{std::vector<float>(rows * 3 * s.NH * s.HS, 0.0f)}, g_dmask{std::vector<float>(s.T * s.T)};
+            attention_forward(DEVICE_GPU, g_out.ptr, g_att.ptr, g_qkv.ptr, g_mask.ptr, g_mask_term.ptr, s);
+            attention_backward(DEVICE_GPU, g_dqkv.ptr, g_dmask.ptr, g_dscores.ptr, g_dout.ptr, g_qkv.ptr, g_att.ptr,
+                               g_mask.ptr, s);
+            run[0] = g_out.get();
+            run[1] = g_dmask.get();
+            const std::vector<float> dqkv = g_dqkv.get();
+            run[1].insert(run[1].end(), dqkv.begin(), dqkv.end());
+        }
+        for (int k = 0; k < 2; k++) {
+            REQUIRE(runs[0][k].size() == runs[1][k].size());
+            CHECK(memcmp(runs[0][k].data(), runs[1][k].data(), runs[0][k].size() * sizeof(float)) == 0);
+        }
     }
 }
 
@@ -343,14 +385,19 @@ static BothDevices expect_devices_agree(const Task& task, const Config& c, uint6
 }
 
 // Three AdamW steps of the same model from the same weights on both devices.
-TEST_CASE("a whole training step on the GPU matches the CPU; two GPU runs are bit-identical" * doctest::skip(NO_GPU)) {
+TEST_CASE("a whole training step on the GPU matches the CPU; two GPU runs are bit-identical; every kernel version" *
+          doctest::skip(NO_GPU)) {
     BooleanTask task("cyclic3");
     Config c;
     c.V = 3; c.T = 16; c.C = 24; c.L = 2; c.NH = 3; c.HS = 8; c.MLP = 40; c.mask_heads = 3;
-    BothDevices run = expect_devices_agree(task, c, 5);
-    std::vector<float> gpu_again;
-    three_steps(c, DEVICE_GPU, run.init, run.tokens.data(), 32, run.y, gpu_again);
-    CHECK(memcmp(run.gpu.data(), gpu_again.data(), run.gpu.size() * sizeof(float)) == 0);
+    for (int version = 1; version <= ATTENTION_KERNEL_COUNT; version++) {
+        CAPTURE(version);
+        AttentionVersion chosen(version);
+        BothDevices run = expect_devices_agree(task, c, 5);
+        std::vector<float> gpu_again;
+        three_steps(c, DEVICE_GPU, run.init, run.tokens.data(), 32, run.y, gpu_again);
+        CHECK(memcmp(run.gpu.data(), gpu_again.data(), run.gpu.size() * sizeof(float)) == 0);
+    }
 }
 
 TEST_CASE("GPU embedding with scalar encoding, and the logistic loss, match the CPU" * doctest::skip(NO_GPU)) {

@@ -53,9 +53,13 @@ static void expect_lm_devices_agree(bool freeze) {
             for (size_t i = t.offset; i < t.offset + t.numel * t.slices; i++) CHECK(out[DEVICE_GPU][i] == init[i]);
 }
 
-TEST_CASE("a training step of a language model (V 1200, ALiBi-shaped mask): GPU matches the CPU" *
+TEST_CASE("a training step of a language model (V 1200, ALiBi-shaped mask): GPU matches the CPU, every kernel version" *
           doctest::skip(NO_GPU)) {
-    expect_lm_devices_agree(false);
+    for (int version = 1; version <= ATTENTION_KERNEL_COUNT; version++) {
+        CAPTURE(version);
+        AttentionVersion chosen(version);
+        expect_lm_devices_agree(false);
+    }
 }
 
 TEST_CASE("a frozen mask stays what it was on the GPU, and the rest trains as on the CPU" * doctest::skip(NO_GPU)) {

@@ -2,6 +2,8 @@
 
     python3 tools/bench_gpu.py                    # tests/gpu_check.sh, step 5; about 90 s at most
     /usr/bin/python3 tools/bench_gpu.py --device cpu --small   # a check of the script, no GPU
+    python3 tools/bench_gpu.py --attention        # the attention layer alone against PyTorch eager,
+                                                  # torch.compile and FlexAttention (tools/bench_attention.py)
 
 Model: the paper-size GOTU model on 2parity: B 256, T 16, vocab 3, C 256,
 L 12, NH 6, HS 64, MLP 256, scalar regression head on CLS, MSE, AdamW lr 1e-5, weight decay
@@ -80,7 +82,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--small", action="store_true", help="the make-run model and short windows")
+    ap.add_argument("--attention", action="store_true", help="the attention layer alone (tools/bench_attention.py)")
     opt = ap.parse_args()
+    if opt.attention:
+        import bench_attention
+        return bench_attention.main(["--device", opt.device] + (["--small"] if opt.small else []))
     m = SMALL if opt.small else PAPER
     seconds, warmup_s, log_every = (1.0, 0.5, 10) if opt.small else (2.0, 1.0, 20)
     torch.backends.cuda.matmul.allow_tf32 = False

@@ -25,10 +25,12 @@ static void read(const std::string& dir, int resize) {
     }
 }
 
-// more than 2^18 pixels in the header (asked only of a file that read_image_file found safe for stb)
+// more than 2^18 pixels in the header (asked only of a file that read_image_file found safe for stb;
+// stb gives a top-down BMP's height negative)
 static bool large(const uint8_t* data, size_t size) {
     int width = 0, height = 0, channels = 0;
-    return stbi_info_from_memory(data, (int)size, &width, &height, &channels) && (int64_t)width * height > 1 << 18;
+    return stbi_info_from_memory(data, (int)size, &width, &height, &channels) &&
+           std::abs((int64_t)width) * std::abs((int64_t)height) > 1 << 18;
 }
 
 void parse(const std::string& seed, const uint8_t* data, size_t size) {

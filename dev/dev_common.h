@@ -1,0 +1,191 @@
+// dev/dev_common.h: what the kernel lab's programs share (dev/README.md says what the lab is).
+// Each program runs every version of one kernel family on the same shapes, checks it against
+// the CPU reference, times it with CUDA events and prints one table:
+//   shape | version | idea | time | GB/s | TFLOP/s | max error | same bits
+// It exits non-zero when any version misses the tolerance or gives NaN.
+//   ./dev/attention_forward            every version on every shape
+//   ./dev/attention_forward 3          version 3 only
+//   ./dev/attention_forward --quick    small shapes and one timing run (the CPU emulation:
+//                                      make test runs dev/*-emulated --quick)
+//   ./dev/attention_forward 3 --shape 64,256,6,64,6,1
+//                                      one shape: B,T,NH,HS,mask heads (0, 1 or NH),causal (0/1);
+//                                      tools/bench_gpu.py --attention times ours this way
+#pragma once
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+#include "attention.cuh"  // the layer: row functions, CPU reference, kernel versions, launchers
+
+// The shapes a program runs: awkward ones (T not a multiple of the tiles; HS not of 32; a
+// batch not of the mask gradient's groups), and real ones, named for the run that has them.
+struct DevShape {
+    const char* name;
+    AttentionShape s;  // B, T, NH, HS, mask_heads, causal
+};
+
+inline std::vector<DevShape> dev_shapes(bool quick) {
+    if (quick)  // the CPU emulation: small B and NH, every T of the full list
+        return {{"T16, shared mask", {3, 16, 2, 16, 1, false}},
+                {"T16, per head, causal", {2, 16, 2, 40, 2, true}},
+                {"T65, shared, causal", {9, 65, 2, 8, 1, true}},
+                {"T65, per head", {2, 65, 3, 33, 3, false}},
+                {"T256, per head, causal", {1, 256, 2, 16, 2, true}},
+                {"T256, no mask", {1, 256, 1, 8, 0, false}}};
+    return {{"2parity paper size (T16, shared)", {256, 16, 6, 64, 1, false}},
+            {"T16, per head, causal", {64, 16, 4, 40, 4, true}},
+            {"ViT-Tiny CIFAR (T65, shared)", {128, 65, 3, 64, 1, false}},
+            {"T65, per head, causal", {37, 65, 4, 100, 4, true}},
+            {"LM ALiBi (T256, per head, causal)", {64, 256, 6, 64, 6, true}},
+            {"T256, shared", {16, 256, 6, 64, 1, false}},
+            {"T256, no mask", {16, 256, 6, 64, 0, false}}};
+}
+
+// The command line: [version] [--quick] [--shape B,T,NH,HS,MASK_HEADS,CAUSAL]
+struct DevOptions {
+    int version = 0;  // 0: every version
+    bool quick = false;
+    std::vector<DevShape> shapes;  // dev_shapes(quick), or the one --shape
+};
+
+[[noreturn]] inline void dev_usage(const char* program) {
+    fprintf(stderr, "usage: %s [version 1..%d] [--quick] [--shape B,T,NH,HS,MASK_HEADS,CAUSAL]\n", program,
+            ATTENTION_KERNEL_COUNT);
+    exit(2);
+}
+
+// --shape's value: six whole numbers; mask heads 0, 1 or NH, causal 0 or 1
+inline DevShape parse_shape(const char* program, const char* text) {
+    int v[6];
+    char tail;
+    if (sscanf(text, "%d,%d,%d,%d,%d,%d%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6 || v[0] < 1 ||
+        v[1] < 1 || v[2] < 1 || v[3] < 1 || (v[4] != 0 && v[4] != 1 && v[4] != v[2]) || (v[5] != 0 && v[5] != 1))
+        dev_usage(program);
+    return {"given", {v[0], v[1], v[2], v[3], v[4], v[5] == 1}};
+}
+
+inline DevOptions dev_options(int argc, char** argv) {
+    DevOptions o;
+    for (int i = 1; i < argc; i++) {
+        const std::string arg = argv[i];
+        if (arg == "--quick") { o.quick = true; continue; }
+        if (arg == "--shape" && i + 1 < argc) { o.shapes = {parse_shape(argv[0], argv[++i])}; continue; }
+        char* end = nullptr;
+        const long v = strtol(argv[i], &end, 10);
+        if (*end || end == argv[i] || v < 1 || v > ATTENTION_KERNEL_COUNT) dev_usage(argv[0]);
+        o.version = (int)v;
+    }
+    if (o.shapes.empty()) o.shapes = dev_shapes(o.quick);
+    if (gpu_count() == 0) {
+        fprintf(stderr, "%s: no CUDA GPU (make dev-emulated builds the CPU emulation's %s-emulated)\n", argv[0],
+                argv[0]);
+        exit(2);
+    }
+    return o;
+}
+
+// The floats of each buffer of the layer at a shape
+struct DevSizes {
+    size_t qkv, out, att, mask;  // (B,T,3·NH·HS), (B,T,NH·HS), (B,NH,T,T), (mask heads or 1,T,T)
+    explicit DevSizes(const AttentionShape& s)
+        : qkv((size_t)s.B * s.T * 3 * s.NH * s.HS), out((size_t)s.B * s.T * s.NH * s.HS),
+          att((size_t)s.B * s.NH * s.T * s.T), mask((size_t)std::max(1, s.mask_heads) * s.T * s.T) {}
+};
+
+// Random values in [-scale, scale): never zeros, which would hide a missing term
+inline std::vector<float> dev_random(size_t n, Rng& rng, float scale = 1.0f) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = rng.uniform(-scale, scale);
+    return v;
+}
+
+// A float buffer on the GPU, filled from the host; get() reads it back
+struct DevBuffer {
+    float* ptr = nullptr;
+    size_t n = 0;
+    explicit DevBuffer(const std::vector<float>& host) : n(host.size()) {
+        ptr = buffer_alloc(DEVICE_GPU, n ? n : 1);
+        if (n) buffer_copy(ptr, DEVICE_GPU, host.data(), DEVICE_CPU, n);
+    }
+    DevBuffer(const DevBuffer&) = delete;
+    DevBuffer& operator=(const DevBuffer&) = delete;
+    void set(const std::vector<float>& host) { buffer_copy(ptr, DEVICE_GPU, host.data(), DEVICE_CPU, n); }
+    std::vector<float> get() const {
+        std::vector<float> host(n);
+        if (n) buffer_copy(host.data(), DEVICE_CPU, ptr, DEVICE_GPU, n);
+        return host;
+    }
+    ~DevBuffer() { buffer_free(DEVICE_GPU, ptr); }
+};
+
+// The largest |gpu - cpu|, or NaN when an entry misses 1e-4 + 1e-3·|cpu| (the tests' tolerance
+// for reductions, TF32 off) or is not finite. The first miss is printed as proof.
+inline double dev_max_error(const char* what, const std::vector<float>& gpu, const std::vector<float>& cpu) {
+    double worst = 0;
+    for (size_t i = 0; i < cpu.size(); i++) {
+        const double err = std::fabs((double)gpu[i] - cpu[i]);
+        if (!(err <= 1e-4 + 1e-3 * std::fabs(cpu[i]))) {  // NaN fails here too
+            fprintf(stderr, "  %s[%zu]: gpu %.7g, cpu %.7g\n", what, i, gpu[i], cpu[i]);
+            return NAN;
+        }
+        worst = std::max(worst, err);
+    }
+    return worst;
+}
+
+// the worse of two errors; NaN (a miss) wins
+inline double dev_worst(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// The mean time of `runs` calls of f, by CUDA events around them (after one call to warm up)
+template <typename F>
+inline double dev_time_ms(int runs, F f) {
+    f();
+    cudaEvent_t start, stop;
+    cudaCheck(cudaEventCreate(&start));
+    cudaCheck(cudaEventCreate(&stop));
+    cudaCheck(cudaEventRecord(start));
+    for (int r = 0; r < runs; r++) f();
+    cudaCheck(cudaEventRecord(stop));
+    cudaCheck(cudaEventSynchronize(stop));
+    float ms = 0;
+    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
+    cudaCheck(cudaEventDestroy(start));
+    cudaCheck(cudaEventDestroy(stop));
+    return ms / runs;
+}
+
+inline void dev_table_header(const char* program) {
+    printf("%s on %s\n", program, device_name(DEVICE_GPU).c_str());
+#ifdef MASKPRIOR_CUDA_EMULATION
+    printf("(the CPU emulation of CUDA: the checks hold, the times are not a GPU's)\n");
+#endif
+    printf("| %-34s | v | %-55s | %9s | %7s | %8s | %9s | %-9s |\n", "shape (B, T, NH, HS)", "idea", "time ms", "GB/s",
+           "TFLOP/s", "max error", "same bits");
+    printf("|%s|---|%s|%s|%s|%s|%s|%s|\n", std::string(36, '-').c_str(), std::string(57, '-').c_str(),
+           std::string(11, '-').c_str(), std::string(9, '-').c_str(), std::string(10, '-').c_str(),
+           std::string(11, '-').c_str(), std::string(11, '-').c_str());
+}
+
+// One row of the table; bytes and flops are the napkin counts of one call
+inline void dev_table_row(const DevShape& shape, int version, double ms, double bytes, double flops, double error,
+                          bool reproducible) {
+    const AttentionShape& s = shape.s;
+    const std::string dims = std::string(shape.name) + " " + std::to_string(s.B) + "," + std::to_string(s.T) + "," +
+                             std::to_string(s.NH) + "," + std::to_string(s.HS);
+    printf("| %-34s | %d | %-55s | %9.4f | %7.1f | %8.3f | %9.2e | %-9s |\n", dims.c_str(), version,
+           ATTENTION_KERNELS[version - 1].idea, ms, bytes / (ms * 1e6), flops / (ms * 1e9), error,
+           reproducible ? "yes" : "NO");
+}
+
+// Whether a version cannot run a shape (version 3: HS > 128); the row then says why
+inline bool dev_skip(const DevShape& shape, int version) {
+    const std::string refusal = attention_kernel_refusal(version, shape.s.HS);
+    if (refusal.empty()) return false;
+    printf("| %-34s | %d | skipped: %-46s |\n", shape.name, version, refusal.c_str());
+    return true;
+}
