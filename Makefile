@@ -96,7 +96,7 @@ EMU_FLAGS = $(EMU_BASE) $(EMU_OPT)
 EMU_SANITIZE = $(EMU_BASE) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
 EMU_LIBS  = -lboost_context -lz
 EMU_HEADERS = $(wildcard emu/*.h)
-EMU_TESTS = tests/emulated_tests.cu tests/test_gpu.cu tests/test_gpu_vision.cu tests/test_gpu_language.cu \
+EMU_TESTS = tests/emulated_tests.cu tests/test_gpu.cu tests/test_gpu_vision.cu tests/test_gpu_language.cu tests/test_gpu_fused.cu \
             tests/test_emulation.cu tests/test_util.h tests/temp_dir.h tests/text_fixture.h
 
 # The kernel lab (dev/, dev/README.md): one program per kernel family that runs every version of

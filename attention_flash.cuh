@@ -80,6 +80,7 @@ __global__ void attention_forward_kernel3(float* out, float* att, const float* q
     stage_tile(q_tile, HS, head_vector(qkv, s, 0, b, row0, h), token_stride, FLASH_QUERY_TILE, T - row0, HS);
     float row_max[FLASH_ROWS_PER_WARP], row_sum[FLASH_ROWS_PER_WARP];
     float acc[FLASH_ROWS_PER_WARP][FLASH_DIMS_PER_LANE];  // acc[r][k]: dim d = lane + 32k of row r
+    UNROLL  // acc, row_max and row_sum stay in registers
     for (int r = 0; r < FLASH_ROWS_PER_WARP; r++) {
         row_max[r] = -INFINITY;
         row_sum[r] = 0;
@@ -94,6 +95,7 @@ __global__ void attention_forward_kernel3(float* out, float* att, const float* q
         stage_tile(k_tile, KSTRIDE, head_vector(qkv, s, 1, b, key0, h), token_stride, FLASH_KEY_TILE, keys, HS);
         stage_tile(v_tile, HS, head_vector(qkv, s, 2, b, key0, h), token_stride, FLASH_KEY_TILE, keys, HS);
         __syncthreads();  // the tile is in shared memory
+        UNROLL  // acc, row_max and row_sum stay in registers
         for (int r = 0; r < FLASH_ROWS_PER_WARP; r++) {
             const int row = warp * FLASH_ROWS_PER_WARP + r, i = row0 + row;
             const int last = s.causal ? i : T - 1;
@@ -122,6 +124,7 @@ __global__ void attention_forward_kernel3(float* out, float* att, const float* q
         }
     }
 
+    UNROLL  // acc, row_max and row_sum stay in registers
     for (int r = 0; r < FLASH_ROWS_PER_WARP; r++) {
         const int row = warp * FLASH_ROWS_PER_WARP + r, i = row0 + row;
         if (i >= T) continue;

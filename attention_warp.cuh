@@ -18,20 +18,6 @@
 // over d). The mask gradient keeps kernel 1's one thread per mask entry (version 3 is where it
 // changes).
 
-// ----------------------------------------------------------------------------
-// warp reductions: every lane ends with the max / sum of the 32 lanes' values
-
-__device__ inline float warp_max(float x) {
-    for (int offset = 16; offset > 0; offset /= 2) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, offset));
-    return x;
-}
-
-__device__ inline float warp_sum(float x) {
-    for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xFFFFFFFFu, x, offset);
-    return x;
-}
-
-constexpr int WARP = 32;
 constexpr int ATTENTION_WARPS_PER_BLOCK = 4;  // 128 threads: one warp per row, four rows a block
 
 // the (b, h, i) of the row (or column) numbered `row` of the (B, NH, T) grid

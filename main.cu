@@ -25,7 +25,9 @@ static int train(int argc, char** argv) {
     const Device dev = pick_device(opt);
     printf("maskprior: training on the %s: %s%s\n", dev == DEVICE_GPU ? "GPU" : "CPU (no GPU in use)",
            device_name(dev).c_str(),
-           dev == DEVICE_GPU ? (", attention kernel " + std::to_string(attention_kernel_version())).c_str() : "");
+           dev == DEVICE_GPU ? (", attention kernel " + std::to_string(attention_kernel_version()) +
+                                (fast_kernels() ? ", fast kernels" : "")).c_str()
+                             : "");
 
     // the model, its prior and its initialisation
     const Config cfg = model_config(opt, *task);

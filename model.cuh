@@ -24,6 +24,7 @@
 #include "layers/clip.cuh"        // clip_grad_norm, grad_norm_scratch_size
 #include "layers/config.h"        // Config, ParamTensors, param_layout, block_params
 #include "layers/embedding.cuh"   // embedding_*, scalar_embedding_*
+#include "layers/fused.cuh"       // residual_layernorm_forward, matmul_bias_gelu_forward
 #include "layers/layernorm.cuh"   // layernorm_*
 #include "layers/loss.cuh"        // mse_*, logistic_*, crossentropy_*
 #include "layers/matmul.cuh"      // matmul_*
@@ -304,10 +305,10 @@ inline AttentionShape model_attention_shape(const Config& c, int B, int l) {
 inline void block_tail_forward(Device dev, const Config& c, const BlockParams& w, const BlockActivations& x, int N) {
     const int C = c.C;
     matmul_forward(dev, x.attproj, x.atty, w.attprojw, w.attprojb, N, c.attention_width(), C);
-    residual_forward(dev, x.residual2, x.input, x.attproj, (size_t)N * C);
-    layernorm_forward(dev, x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, w.ln2w, w.ln2b, N, C);
-    matmul_forward(dev, x.fch, x.ln2, w.fcw, w.fcb, N, C, c.MLP);
-    gelu_forward(dev, x.fch_gelu, x.fch, (size_t)N * c.MLP);
+    // x2 = x + attproj, ln2 = layernorm(x2); fch = ln2 Wfc^T + bfc, fch_gelu = gelu(fch)
+    residual_layernorm_forward(dev, x.residual2, x.ln2, x.ln2_mean, x.ln2_rstd, x.input, x.attproj, w.ln2w, w.ln2b,
+                               N, C);
+    matmul_bias_gelu_forward(dev, x.fch, x.fch_gelu, x.ln2, w.fcw, w.fcb, N, C, c.MLP);
     matmul_forward(dev, x.fcproj, x.fch_gelu, w.fcprojw, w.fcprojb, N, c.MLP, C);
     residual_forward(dev, x.residual3, x.residual2, x.fcproj, (size_t)N * C);
 }

@@ -117,6 +117,15 @@ inline void set_tf32(bool on) {
     cublasCheck(cublasSetMathMode(cublas_handle(), on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 }
 
+// Whether the GPU runs the second kernel versions of the layers other than attention
+// (--fast-kernels): the fusions of layers/fused.cuh, a warp per cross-entropy row, and the
+// column sums of layers/column_sums.cuh for the bias and LayerNorm parameter gradients. Off by
+// default until they have run on a GPU. The CPU computes the same with or without.
+inline bool& fast_kernels() {
+    static bool on = false;
+    return on;
+}
+
 // ----------------------------------------------------------------------------
 // CPU paths: the fast ones, or (make CPU_REFERENCE=1) the plain reference loops
 
@@ -194,6 +203,33 @@ inline void launch_kernel(dim3 grid, dim3 block, size_t shared_bytes, Args... ar
 #endif
     cudaCheck(cudaGetLastError());
 }
+
+// ----------------------------------------------------------------------------
+// warps: 32 threads that run in lockstep. A warp reduction leaves the max (sum) of the 32 lanes'
+// values in every lane: five butterfly steps of __shfl_xor_sync (offsets 16, 8, 4, 2, 1), in
+// registers, in the same order at every run (attention_warp.cuh says more).
+
+constexpr int WARP = 32;
+
+__device__ inline float warp_max(float x) {
+    for (int offset = 16; offset > 0; offset /= 2) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, offset));
+    return x;
+}
+
+__device__ inline float warp_sum(float x) {
+    for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xFFFFFFFFu, x, offset);
+    return x;
+}
+
+// UNROLL before a loop: nvcc unrolls it (#pragma unroll). A per-thread array stays in registers
+// only when every index into it is known at compile time, so the loops over one must be
+// unrolled, or the array goes to (slow) local memory; `nvcc -Xptxas -v` shows which: a "stack
+// frame" of its size. The emulation's host compiler needs no such hint.
+#ifdef MASKPRIOR_CUDA_EMULATION
+#define UNROLL
+#else
+#define UNROLL _Pragma("unroll")
+#endif
 
 // extern __shared__ T name[]: the launch's dynamic shared memory, shared_bytes of it
 #ifdef MASKPRIOR_CUDA_EMULATION

@@ -1,7 +1,9 @@
-// layers/layernorm.cuh: LayerNorm, forward and backward, CPU loops and CUDA kernel1.
+// layers/layernorm.cuh: LayerNorm, forward and backward, CPU loops and CUDA kernel1; kernel 2 of
+// the parameter gradients sums over row groups (layers/column_sums.cuh, --fast-kernels).
 // Every backward accumulates (+=) into its gradients; model_zero_grad clears them.
 #pragma once
 #include <vector>
+#include "layers/column_sums.cuh"  // column_scratch, column_partials_sum: kernel 2 of the parameter gradients
 #include "layers/common.cuh"  // Device, ceil_div, cudaCheck, BLOCK
 
 // LayerNorm over the last dim, eps 1e-5, per row n:
@@ -201,6 +203,39 @@ __global__ void layernorm_backward_params_kernel1(float* dweight, float* dbias, 
     if (c < C) layernorm_channel_backward(dweight, dbias, dout, inp, mean, rstd, N, C, c);
 }
 
+// kernel 2 (--fast-kernels), stage 1 of layers/column_sums.cuh: thread (group g, channel c) sums
+// the group's rows of dout·xhat and of dout into partials_w[g, c] and partials_b[g, c]
+__global__ void layernorm_backward_params_partials_kernel2(float* partials_w, float* partials_b, const float* dout,
+                                                           const float* inp, const float* mean, const float* rstd,
+                                                           int N, int C) {
+    // partials_w, partials_b (groups, C); dout, inp (N,C); mean, rstd (N)
+    const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)column_groups(N) * C) return;
+    const int c = idx % C, g = idx / C, n_end = group_end(g, N);
+    float dw = 0, db = 0;
+    for (int n = g * COLUMN_GROUP_ROWS; n < n_end; n++) {
+        const float xhat = (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
+        db += dout[(size_t)n * C + c];
+        dw += dout[(size_t)n * C + c] * xhat;
+    }
+    partials_w[idx] = dw;
+    partials_b[idx] = db;
+}
+
+inline void layernorm_backward_params_gpu(float* dweight, float* dbias, const float* dout, const float* inp,
+                                          const float* mean, const float* rstd, int N, int C) {
+    if (!fast_kernels())
+        return launch_kernel<layernorm_backward_params_kernel1>(ceil_div(C, 64), 64, 0, dweight, dbias, dout, inp,
+                                                                mean, rstd, N, C);
+    const int groups = column_groups(N);
+    float* partials_w = column_scratch(2 * (size_t)groups * C);
+    float* partials_b = partials_w + (size_t)groups * C;
+    launch_kernel<layernorm_backward_params_partials_kernel2>(ceil_div((size_t)groups * C, BLOCK), BLOCK, 0,
+                                                              partials_w, partials_b, dout, inp, mean, rstd, N, C);
+    column_partials_sum(dweight, partials_w, groups, C);
+    column_partials_sum(dbias, partials_b, groups, C);
+}
+
 inline void layernorm_forward(Device dev, float* out, float* mean, float* rstd, const float* inp,
                               const float* weight, const float* bias, int N, int C) {
     if (dev == DEVICE_CPU)
@@ -218,6 +253,5 @@ inline void layernorm_backward(Device dev, float* dinp, float* dweight, float* d
                    : layernorm_backward_cpu(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
     launch_kernel<layernorm_backward_dinp_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, dinp, dout, inp, weight, mean, rstd, N,
                                                    C);
-    launch_kernel<layernorm_backward_params_kernel1>(ceil_div(C, 64), 64, 0, dweight, dbias, dout, inp, mean, rstd, N,
-                                                     C);
+    layernorm_backward_params_gpu(dweight, dbias, dout, inp, mean, rstd, N, C);
 }

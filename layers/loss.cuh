@@ -165,6 +165,38 @@ __global__ void crossentropy_forward_kernel1(float* losses, float* probs, const 
     losses[n] = w == 0.0f ? 0.0f : nll * w;
 }
 
+// kernel 2 (--fast-kernels): a warp per row. kernel1's lone thread walks the V logits three times
+// (max, exponentials and sum, normalising): for a language model's V in the thousands that is
+// tens of thousands of steps in one thread. Here 32 lanes share each walk, and warp reductions
+// combine their max and sums (in another order than kernel1's left-to-right sum: the bits differ
+// within rounding).
+__global__ void crossentropy_forward_kernel2(float* losses, float* probs, const float* logits,
+                                             const float* targets, const float* row_weight, int N, int V,
+                                             float smoothing) {
+    // as kernel1: losses (N), probs (N,V), logits (N,V), targets (N), row_weight (N) or nullptr
+    const int n = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
+    if (n >= N) return;  // the whole warp
+    const float* z = logits + (size_t)n * V;
+    float* p = probs + (size_t)n * V;
+    float lane_max = -INFINITY;
+    for (int v = lane; v < V; v += WARP) lane_max = fmaxf(lane_max, z[v]);
+    const float zmax = warp_max(lane_max);
+    float lane_sum = 0, lane_shifted = 0;  // sums of e^(z_v - zmax) and of z_v - zmax
+    for (int v = lane; v < V; v += WARP) {
+        p[v] = expf(z[v] - zmax);
+        lane_sum += p[v];
+        lane_shifted += z[v] - zmax;
+    }
+    const float sum = warp_sum(lane_sum), mean_shifted = warp_sum(lane_shifted) / (float)V;
+    for (int v = lane; v < V; v += WARP) p[v] /= sum;
+    __syncwarp();  // lane 0 reads p at the target, which another lane may have written
+    if (lane != 0) return;
+    const float w = row_weight ? row_weight[n] : 1.0f;
+    float nll = -logf(p[(int)targets[n]]);
+    if (smoothing != 0.0f) nll = (1.0f - smoothing) * nll + smoothing * (logf(sum) - mean_shifted);
+    losses[n] = w == 0.0f ? 0.0f : nll * w;
+}
+
 __global__ void crossentropy_backward_kernel1(float* dlogits, const float* probs, const float* targets,
                                               const float* row_weight, float count, int N, int V,
                                               float smoothing = 0.0f) {
@@ -181,8 +213,12 @@ inline void crossentropy_forward(Device dev, float* losses, float* probs, const 
                                  float smoothing = 0.0f) {
     if (dev == DEVICE_CPU)
         return crossentropy_forward_cpu(losses, probs, logits, targets, row_weight, N, V, smoothing);
-    launch_kernel<crossentropy_forward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, losses, probs, logits, targets,
-                                                row_weight, N, V, smoothing);
+    if (fast_kernels())
+        launch_kernel<crossentropy_forward_kernel2>(ceil_div(N, 4), 4 * WARP, 0, losses, probs, logits, targets,
+                                                    row_weight, N, V, smoothing);
+    else
+        launch_kernel<crossentropy_forward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, losses, probs, logits, targets,
+                                                    row_weight, N, V, smoothing);
 }
 
 inline void crossentropy_backward(Device dev, float* dlogits, const float* probs, const float* targets,

@@ -14,6 +14,7 @@
 // gradient (the patch embedding's input is the image).
 #pragma once
 #include <vector>
+#include "layers/column_sums.cuh"  // column_scratch, column_partials_sum: kernel 2 of the bias gradient
 #include "layers/common.cuh"  // Device, ceil_div, BLOCK, cudaCheck, cublasCheck, cublas_handle
 #include "layers/gemm_cpu.h"  // gemm_accumulate, StridedMatrix
 
@@ -120,6 +121,27 @@ __global__ void bias_backward_kernel1(float* dbias, const float* dout, int N, in
     dbias[o] += sum;
 }
 
+// kernel 2 (--fast-kernels), stage 1 of layers/column_sums.cuh: thread (group g, channel o) sums
+// the group's rows of dout into partials[g, o]
+__global__ void bias_backward_partials_kernel2(float* partials, const float* dout, int N, int OC) {
+    // partials (groups, OC), dout (N, OC)
+    const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)column_groups(N) * OC) return;
+    const int o = idx % OC, g = idx / OC, n_end = group_end(g, N);
+    float sum = 0;
+    for (int n = g * COLUMN_GROUP_ROWS; n < n_end; n++) sum += dout[(size_t)n * OC + o];
+    partials[idx] = sum;
+}
+
+inline void bias_backward_gpu(float* dbias, const float* dout, int N, int OC) {
+    if (!fast_kernels()) return launch_kernel<bias_backward_kernel1>(ceil_div(OC, 64), 64, 0, dbias, dout, N, OC);
+    const int groups = column_groups(N);
+    float* partials = column_scratch((size_t)groups * OC);
+    launch_kernel<bias_backward_partials_kernel2>(ceil_div((size_t)groups * OC, BLOCK), BLOCK, 0, partials, dout, N,
+                                                  OC);
+    column_partials_sum(dbias, partials, groups, OC);
+}
+
 inline void matmul_forward_gpu(float* out, const float* inp, const float* weight, const float* bias,
                                int N, int C, int OC) {
     const float one = 1.0f, zero = 0.0f;
@@ -138,9 +160,7 @@ inline void matmul_backward_gpu(float* dinp, float* dweight, float* dbias, const
                                 &one, dinp, C));
     cublasCheck(cublasSgemm(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, &one, inp, C, dout, OC,
                             &one, dweight, C));
-    if (dbias) {
-        launch_kernel<bias_backward_kernel1>(ceil_div(OC, 64), 64, 0, dbias, dout, N, OC);
-    }
+    if (dbias) bias_backward_gpu(dbias, dout, N, OC);
 }
 
 inline void matmul_forward(Device dev, float* out, const float* inp, const float* weight, const float* bias,

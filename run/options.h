@@ -28,6 +28,7 @@ struct Options {
     float mask_c = 6.0f;
     bool mask_per_head = false, causal = false, tf32 = false;
     int attention_kernel = 0;  // the GPU's attention kernel version; 0: attention.cuh's default
+    bool fast_kernels = false;  // the GPU's second kernel versions of the other layers (layers/common.cuh)
     std::string mask_structure, prior_layers = "all";
     int64_t qk_opt_steps = 2000;
     int64_t eval_every = 500, log_every = 0;
@@ -158,6 +159,10 @@ training
                       warp a row, 3 shared-memory tiles and online softmax
                       (dev/README.md); every version computes the same
                       attention, to rounding                            (1)
+  --fast-kernels      on the GPU, the other layers' second kernel versions:
+                      residual + LayerNorm and bias + GELU fused, a warp
+                      per cross-entropy row, the bias and LayerNorm
+                      gradients summed in row groups                    (off)
 reports and files
   --eval-every N      evaluate every N steps (and at the end)          (500)
   --log-every N       progress line every N steps                      (steps/10)
@@ -256,6 +261,7 @@ inline Options parse_options(int argc, char** argv) {
         if (flag == "--mask-per-head") { o.mask_per_head = true; continue; }
         if (flag == "--causal") { o.causal = true; continue; }
         if (flag == "--tf32") { o.tf32 = true; continue; }
+        if (flag == "--fast-kernels") { o.fast_kernels = true; continue; }
         if (flag == "--no-flip") { o.flip = false; continue; }
         if (flag == "--coarse-labels") { o.coarse_labels = true; continue; }
         if (flag == "--freeze-mask") { o.freeze_mask = true; continue; }

@@ -162,7 +162,10 @@ inline nlohmann::ordered_json metrics_json(nlohmann::ordered_json about, const E
     about["command"] = command;
     about["git_commit"] = MASKPRIOR_GIT_COMMIT;
     about["device"] = device_name(dev);
-    if (dev == DEVICE_GPU) about["attention_kernel"] = attention_kernel_version();
+    if (dev == DEVICE_GPU) {
+        about["attention_kernel"] = attention_kernel_version();
+        about["fast_kernels"] = fast_kernels();
+    }
     about["cpu_vector_bits"] = cpu_vector_bits();
     about["threads"] = cpu_threads();
     about.update(evaluation_json(ev));

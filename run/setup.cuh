@@ -67,6 +67,7 @@ inline Device pick_device(const Options& opt) {
     if (opt.device == "cuda" && gpus == 0) fail("--device cuda, but no CUDA GPU is available");
     Device dev = (opt.device == "cuda" || (opt.device == "auto" && gpus > 0)) ? DEVICE_GPU : DEVICE_CPU;
     if (dev == DEVICE_GPU) set_tf32(opt.tf32);
+    fast_kernels() = opt.fast_kernels;  // the CPU computes the same either way
     if (opt.attention_kernel) {
         attention_kernel_version() = opt.attention_kernel;
         attention_kernel_check(1);  // the version exists (the heads are checked with the model's config)

@@ -7,4 +7,5 @@
 #include "test_gpu.cu"
 #include "test_gpu_vision.cu"
 #include "test_gpu_language.cu"
+#include "test_gpu_fused.cu"
 #include "test_emulation.cu"

@@ -9,7 +9,9 @@ Model: the paper-size GOTU model on 2parity: B 256, T 16, vocab 3, C 256,
 L 12, NH 6, HS 64, MLP 256, scalar regression head on CLS, MSE, AdamW lr 1e-5, weight decay
 1e-3 (mask 0), fp32 with TF32 off on both sides. Two variants: no mask (--init default) and
 one (T,T) mask per layer shared by the heads (--init mask, ±6 from G). --small: the `make run`
-model (C 32, L 2, NH 2, HS 16, MLP 32, B 64, lr 1e-3) and shorter windows.
+model (C 32, L 2, NH 2, HS 16, MLP 32, B 64, lr 1e-3) and shorter windows. On a GPU, maskprior
+also runs with its faster kernel versions (--attention-kernel 3 --fast-kernels), a row of its
+own; "ours / this" stays the default kernels' rate over each row's.
 
 Method (tools/bench.py's helpers)
 - maskprior: ./maskprior --device cuda printing a progress line every LOG_EVERY steps; each
@@ -40,11 +42,12 @@ import torch  # noqa: E402
 PAPER = {"width": 256, "layers": 12, "heads": 6, "head_size": 64, "mlp": 256, "batch": 256, "lr": 1e-5}
 SMALL = {"width": 32, "layers": 2, "heads": 2, "head_size": 16, "mlp": 32, "batch": 64, "lr": 1e-3}
 WD, COMPILE_CAP = 1e-3, 30
+FASTEST = ("--attention-kernel", "3", "--fast-kernels")  # the faster kernels, in a row of their own
 VARIANTS = {"none": "default", "layer": "mask"}  # torch_reference's mask kind: maskprior's --init
 
 
-def maskprior_rate(m, init, device, seconds, log_every):
-    args = ["--task", "2parity", "--init", init, "--device", device, "--wd", str(WD)]
+def maskprior_rate(m, init, device, seconds, log_every, extra=()):
+    args = ["--task", "2parity", "--init", init, "--device", device, "--wd", str(WD)] + list(extra)
     for key in ("width", "layers", "heads", "head_size", "mlp", "batch", "lr"):
         args += ["--" + key.replace("_", "-"), str(m[key])]
     rates, _, first = bench.bench_maskprior(args, seconds, log_every)
@@ -100,6 +103,10 @@ def main():
 
     ours = {v: maskprior_rate(m, init, opt.device, seconds, log_every) for v, init in VARIANTS.items()}
     rows = {v: [("maskprior", "", ours[v][0])] for v in VARIANTS}  # (name, summary word, steps/s)
+    if opt.device == "cuda":  # the faster kernel versions (README: Kernels for learners); the CPU has none
+        for v, init in VARIANTS.items():
+            rate = maskprior_rate(m, init, opt.device, seconds, log_every, FASTEST)[0]
+            rows[v].append(("maskprior, faster kernels", "faster", rate))
 
     def make_step(variant, compile=False):
         return bench.torch_step("2parity", dict(cfg, mask=variant), m["batch"], m["lr"], WD, opt.device, compile)
@@ -126,8 +133,12 @@ def main():
     print("PyTorch:   %s; the whole benchmark took %.0f s" % (torch.__version__, time.perf_counter() - t_start))
     summary = []
     for v in VARIANTS:
-        ratios = ["%.2fx %s" % (ours[v][0] / rate, word) if rate else word + " n/a" for _, word, rate in rows[v][1:]]
-        summary.append("%s (%s)" % (", ".join(ratios), "mask" if v == "layer" else "no mask"))
+        rate_of = {word: rate for _, word, rate in rows[v]}  # "" is ours with the default kernels
+        for label, word in (("", ""), ("faster kernels ", "faster")):
+            if word in rate_of:
+                ratios = ["%.2fx %s" % (rate_of[word] / rate_of[w], w) if rate_of[word] and rate_of[w] else w + " n/a"
+                          for w in ("eager", "compile")]
+                summary.append("%s%s (%s)" % (label, ", ".join(ratios), "mask" if v == "layer" else "no mask"))
     print("maskprior " + "; ".join(summary))
 
 

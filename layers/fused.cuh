@@ -1,0 +1,89 @@
+// layers/fused.cuh: two layers in one kernel, where a training step runs them back to back.
+// Each pair is one block: the math, the launcher the model calls, and the fused kernel. On the
+// CPU, and on the GPU without --fast-kernels, a launcher calls the two layers as they are;
+// with --fast-kernels (GPU) it runs the fused kernel (kernel 2 of the pair), which reads its
+// input once and launches once. The fused kernels compute the same per-element math as the separate ones; where a
+// fused kernel also changes how a row is reduced (a warp instead of one thread), its comment
+// says so, and the GPU tests hold it to the separate layers within the reduction tolerance.
+//
+// What fusing teaches: the layers of a transformer block are small and touch every activation
+// once, so their time is the time to move the activations through memory, and launching a
+// kernel costs a few microseconds on its own. Two layers fused read their input and write their
+// output once, not twice, and launch once.
+#pragma once
+#include "layers/common.cuh"     // Device, launch_kernel, WARP, warp_sum, fast_kernels
+#include "layers/layernorm.cuh"  // layernorm_forward, LN_EPS
+#include "layers/matmul.cuh"     // matmul_forward, matmul_forward_gpu
+#include "layers/pointwise.cuh"  // residual_forward, gelu_forward, gelu_value
+
+// ----------------------------------------------------------------------------
+// residual + LayerNorm: residual = a + b, then out = layernorm(residual) (mean and rstd kept for
+// the backward), as the block does after attention: x2 = x + attproj, ln2 = layernorm(x2).
+// The fused kernel gives a row to a warp: lanes over the C channels add a and b, write the
+// residual and sum it; a warp reduction gives the mean, a second pass over the lane's own
+// channels the variance (a lane re-reads only what it wrote, so no barrier is needed), and a
+// third writes out. LayerNorm's kernel1 sums a row in one thread, left to right; the warp sums
+// 32 partial sums in a butterfly, so the bits differ from kernel1's within rounding.
+
+__global__ void residual_layernorm_forward_kernel2(float* residual, float* out, float* mean, float* rstd,
+                                                   const float* a, const float* b, const float* weight,
+                                                   const float* bias, int N, int C) {
+    // residual, out, a, b (N,C); mean, rstd (N); weight, bias (C)
+    const int n = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
+    if (n >= N) return;  // the whole warp: a row is a warp's
+    const size_t row = (size_t)n * C;
+    float sum = 0;
+    for (int c = lane; c < C; c += WARP) {
+        const float x = a[row + c] + b[row + c];
+        residual[row + c] = x;
+        sum += x;
+    }
+    const float m = warp_sum(sum) / C;
+    float squares = 0;
+    for (int c = lane; c < C; c += WARP) squares += (residual[row + c] - m) * (residual[row + c] - m);
+    const float s = 1.0f / sqrtf(warp_sum(squares) / C + LN_EPS);
+    for (int c = lane; c < C; c += WARP) out[row + c] = (residual[row + c] - m) * s * weight[c] + bias[c];
+    if (lane == 0) {
+        mean[n] = m;
+        rstd[n] = s;
+    }
+}
+
+inline void residual_layernorm_forward(Device dev, float* residual, float* out, float* mean, float* rstd,
+                                       const float* a, const float* b, const float* weight, const float* bias, int N,
+                                       int C) {
+    if (dev == DEVICE_CPU || !fast_kernels()) {
+        residual_forward(dev, residual, a, b, (size_t)N * C);
+        return layernorm_forward(dev, out, mean, rstd, residual, weight, bias, N, C);
+    }
+    const int warps_per_block = 4;
+    launch_kernel<residual_layernorm_forward_kernel2>(ceil_div(N, warps_per_block), warps_per_block * WARP, 0,
+                                                      residual, out, mean, rstd, a, b, weight, bias, N, C);
+}
+
+// ----------------------------------------------------------------------------
+// matmul + bias + GELU: pre = inp W^T + bias, out = gelu(pre), the MLP's first layer (fch and
+// fch_gelu; the backward needs pre). cuBLAS computes inp W^T without the bias, and one kernel
+// adds the bias and applies GELU in the same pass over pre, where the separate layers take two
+// passes (add_bias_kernel1, gelu_forward_kernel1). Each element gets the very same operations
+// in the same order, so the bits equal the separate kernels'.
+
+__global__ void bias_gelu_forward_kernel2(float* pre, float* out, const float* bias, int N, int OC) {
+    // pre (N,OC): inp W^T in, + bias out; out (N,OC) gelu(pre); bias (OC)
+    const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)N * OC) return;
+    const float x = pre[idx] + bias[idx % OC];
+    pre[idx] = x;
+    out[idx] = gelu_value(x);
+}
+
+inline void matmul_bias_gelu_forward(Device dev, float* pre, float* out, const float* inp, const float* weight,
+                                     const float* bias, int N, int C, int OC) {
+    // pre, out (N,OC); inp (N,C); weight (OC,C); bias (OC)
+    if (dev == DEVICE_CPU || !fast_kernels()) {
+        matmul_forward(dev, pre, inp, weight, bias, N, C, OC);
+        return gelu_forward(dev, out, pre, (size_t)N * OC);
+    }
+    matmul_forward_gpu(pre, inp, weight, nullptr, N, C, OC);
+    launch_kernel<bias_gelu_forward_kernel2>(ceil_div((size_t)N * OC, BLOCK), BLOCK, 0, pre, out, bias, N, OC);
+}
