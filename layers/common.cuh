@@ -118,8 +118,8 @@ inline void set_tf32(bool on) {
 }
 
 // Whether the GPU runs the second kernel versions of the layers other than attention
-// (--fast-kernels): the fusions of layers/fused.cuh, a warp per cross-entropy row, and the
-// column sums of layers/column_sums.cuh for the bias and LayerNorm parameter gradients. Off by
+// (--fast-kernels): a warp per LayerNorm and cross-entropy row, the fusions of layers/fused.cuh,
+// and the column sums of layers/column_sums.cuh for the bias and LayerNorm parameter gradients. Off by
 // default until they have run on a GPU. The CPU computes the same with or without.
 inline bool& fast_kernels() {
     static bool on = false;

@@ -12,18 +12,17 @@
 // output once, not twice, and launch once.
 #pragma once
 #include "layers/common.cuh"     // Device, launch_kernel, WARP, warp_sum, fast_kernels
-#include "layers/layernorm.cuh"  // layernorm_forward, LN_EPS
+#include "layers/layernorm.cuh"  // layernorm_forward, layernorm_row_forward_warp
 #include "layers/matmul.cuh"     // matmul_forward, matmul_forward_gpu
 #include "layers/pointwise.cuh"  // residual_forward, gelu_forward, gelu_value
 
 // ----------------------------------------------------------------------------
 // residual + LayerNorm: residual = a + b, then out = layernorm(residual) (mean and rstd kept for
 // the backward), as the block does after attention: x2 = x + attproj, ln2 = layernorm(x2).
-// The fused kernel gives a row to a warp: lanes over the C channels add a and b, write the
-// residual and sum it; a warp reduction gives the mean, a second pass over the lane's own
-// channels the variance (a lane re-reads only what it wrote, so no barrier is needed), and a
-// third writes out. LayerNorm's kernel1 sums a row in one thread, left to right; the warp sums
-// 32 partial sums in a butterfly, so the bits differ from kernel1's within rounding.
+// The fused kernel gives a row to a warp: lanes over the C channels add a and b and write the
+// residual, then LayerNorm's kernel 2 row function (a warp per row, layers/layernorm.cuh)
+// normalises it while it is fresh in the cache. LayerNorm's kernel1 sums a row in one thread,
+// left to right; the warp sums 32 partial sums in a butterfly, so the bits differ within rounding.
 
 __global__ void residual_layernorm_forward_kernel2(float* residual, float* out, float* mean, float* rstd,
                                                    const float* a, const float* b, const float* weight,
@@ -32,21 +31,9 @@ __global__ void residual_layernorm_forward_kernel2(float* residual, float* out, 
     const int n = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
     if (n >= N) return;  // the whole warp: a row is a warp's
     const size_t row = (size_t)n * C;
-    float sum = 0;
-    for (int c = lane; c < C; c += WARP) {
-        const float x = a[row + c] + b[row + c];
-        residual[row + c] = x;
-        sum += x;
-    }
-    const float m = warp_sum(sum) / C;
-    float squares = 0;
-    for (int c = lane; c < C; c += WARP) squares += (residual[row + c] - m) * (residual[row + c] - m);
-    const float s = 1.0f / sqrtf(warp_sum(squares) / C + LN_EPS);
-    for (int c = lane; c < C; c += WARP) out[row + c] = (residual[row + c] - m) * s * weight[c] + bias[c];
-    if (lane == 0) {
-        mean[n] = m;
-        rstd[n] = s;
-    }
+    for (int c = lane; c < C; c += WARP) residual[row + c] = a[row + c] + b[row + c];
+    // the lane reads back only the channels it wrote (the same c = lane + 32k): no barrier
+    layernorm_row_forward_warp(out + row, mean + n, rstd + n, residual + row, weight, bias, C, lane);
 }
 
 inline void residual_layernorm_forward(Device dev, float* residual, float* out, float* mean, float* rstd,

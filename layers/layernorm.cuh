@@ -1,5 +1,6 @@
-// layers/layernorm.cuh: LayerNorm, forward and backward, CPU loops and CUDA kernel1; kernel 2 of
-// the parameter gradients sums over row groups (layers/column_sums.cuh, --fast-kernels).
+// layers/layernorm.cuh: LayerNorm, forward and backward, CPU loops and CUDA kernel1; kernel 2
+// (--fast-kernels) gives a row to a warp, and sums the parameter gradients over row groups
+// (layers/column_sums.cuh).
 // Every backward accumulates (+=) into its gradients; model_zero_grad clears them.
 #pragma once
 #include <vector>
@@ -203,6 +204,59 @@ __global__ void layernorm_backward_params_kernel1(float* dweight, float* dbias, 
     if (c < C) layernorm_channel_backward(dweight, dbias, dout, inp, mean, rstd, N, C, c);
 }
 
+// kernel 2 (--fast-kernels): a warp per row. Kernel 1's lone thread walks the C channels of its
+// row three times; here 32 lanes share each walk (lane l: channels l, l+32, ...), and warp
+// reductions (layers/common.cuh) combine their sums: the row's mean and variance forward, the
+// two means of the backward. A lane reads back only the channels it wrote, so no barrier is
+// needed between the walks. The sums run in another order than kernel 1's: the bits differ
+// within rounding.
+__device__ inline void layernorm_row_forward_warp(float* out, float* mean, float* rstd, const float* x,
+                                                  const float* weight, const float* bias, int C, int lane) {
+    // out, x (C): one row; mean, rstd: its scalars (written by lane 0)
+    float sum = 0;
+    for (int c = lane; c < C; c += WARP) sum += x[c];
+    const float m = warp_sum(sum) / C;
+    float squares = 0;
+    for (int c = lane; c < C; c += WARP) squares += (x[c] - m) * (x[c] - m);
+    const float s = 1.0f / sqrtf(warp_sum(squares) / C + LN_EPS);
+    for (int c = lane; c < C; c += WARP) out[c] = (x[c] - m) * s * weight[c] + bias[c];
+    if (lane == 0) {
+        *mean = m;
+        *rstd = s;
+    }
+}
+
+constexpr int LN_WARPS_PER_BLOCK = 4;
+
+__global__ void layernorm_forward_kernel2(float* out, float* mean, float* rstd, const float* inp,
+                                          const float* weight, const float* bias, int N, int C) {
+    const int n = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
+    if (n < N)  // the whole warp: a row is a warp's
+        layernorm_row_forward_warp(out + (size_t)n * C, mean + n, rstd + n, inp + (size_t)n * C, weight, bias, C,
+                                   lane);
+}
+
+__global__ void layernorm_backward_dinp_kernel2(float* dinp, const float* dout, const float* inp,
+                                                const float* weight, const float* mean, const float* rstd,
+                                                int N, int C) {
+    // the row function's math: dx += rstd (g w - mean_c(g w) - xhat mean_c(g w xhat)), g = dout
+    const int n = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
+    if (n >= N) return;
+    const float *g = dout + (size_t)n * C, *x = inp + (size_t)n * C;
+    float* dx = dinp + (size_t)n * C;
+    float g_sum = 0, gx_sum = 0;
+    for (int c = lane; c < C; c += WARP) {
+        const float xhat = (x[c] - mean[n]) * rstd[n];
+        g_sum += g[c] * weight[c];
+        gx_sum += g[c] * weight[c] * xhat;
+    }
+    const float g_mean = warp_sum(g_sum) / C, gx_mean = warp_sum(gx_sum) / C;
+    for (int c = lane; c < C; c += WARP) {
+        const float xhat = (x[c] - mean[n]) * rstd[n];
+        dx[c] += rstd[n] * (g[c] * weight[c] - g_mean - xhat * gx_mean);
+    }
+}
+
 // kernel 2 (--fast-kernels), stage 1 of layers/column_sums.cuh: thread (group g, channel c) sums
 // the group's rows of dout·xhat and of dout into partials_w[g, c] and partials_b[g, c]
 __global__ void layernorm_backward_params_partials_kernel2(float* partials_w, float* partials_b, const float* dout,
@@ -241,7 +295,12 @@ inline void layernorm_forward(Device dev, float* out, float* mean, float* rstd, 
     if (dev == DEVICE_CPU)
         return CPU_REFERENCE ? layernorm_forward_cpu_reference(out, mean, rstd, inp, weight, bias, N, C)
                              : layernorm_forward_cpu(out, mean, rstd, inp, weight, bias, N, C);
-    launch_kernel<layernorm_forward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, out, mean, rstd, inp, weight, bias, N, C);
+    if (fast_kernels())
+        launch_kernel<layernorm_forward_kernel2>(ceil_div(N, LN_WARPS_PER_BLOCK), LN_WARPS_PER_BLOCK * WARP, 0, out,
+                                                 mean, rstd, inp, weight, bias, N, C);
+    else
+        launch_kernel<layernorm_forward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, out, mean, rstd, inp, weight, bias, N,
+                                                 C);
 }
 
 inline void layernorm_backward(Device dev, float* dinp, float* dweight, float* dbias, const float* dout,
@@ -251,7 +310,11 @@ inline void layernorm_backward(Device dev, float* dinp, float* dweight, float* d
         return CPU_REFERENCE
                    ? layernorm_backward_cpu_reference(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C)
                    : layernorm_backward_cpu(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
-    launch_kernel<layernorm_backward_dinp_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, dinp, dout, inp, weight, mean, rstd, N,
-                                                   C);
+    if (fast_kernels())
+        launch_kernel<layernorm_backward_dinp_kernel2>(ceil_div(N, LN_WARPS_PER_BLOCK), LN_WARPS_PER_BLOCK * WARP, 0,
+                                                       dinp, dout, inp, weight, mean, rstd, N, C);
+    else
+        launch_kernel<layernorm_backward_dinp_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, dinp, dout, inp, weight, mean,
+                                                       rstd, N, C);
     layernorm_backward_params_gpu(dweight, dbias, dout, inp, mean, rstd, N, C);
 }

@@ -160,9 +160,9 @@ training
                       (dev/README.md); every version computes the same
                       attention, to rounding                            (1)
   --fast-kernels      on the GPU, the other layers' second kernel versions:
-                      residual + LayerNorm and bias + GELU fused, a warp
-                      per cross-entropy row, the bias and LayerNorm
-                      gradients summed in row groups                    (off)
+                      a warp per LayerNorm and cross-entropy row, residual
+                      + LayerNorm and bias + GELU fused, the bias and
+                      LayerNorm gradients summed in row groups          (off)
 reports and files
   --eval-every N      evaluate every N steps (and at the end)          (500)
   --log-every N       progress line every N steps                      (steps/10)

@@ -78,7 +78,7 @@ TEST_CASE("GPU cross-entropy with a warp per row (--fast-kernels) matches the CP
             }
 }
 
-TEST_CASE("GPU bias and LayerNorm parameter gradients summed over row groups (--fast-kernels) match the CPU" *
+TEST_CASE("GPU LayerNorm a warp per row and bias and LayerNorm gradients over row groups (--fast-kernels)" *
           doctest::skip(NO_GPU)) {
     FastKernelsOn fast;
     for (Shape s : SHAPES) {
@@ -91,20 +91,28 @@ TEST_CASE("GPU bias and LayerNorm parameter gradients summed over row groups (--
         layernorm_forward_cpu(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, s.C);
         auto dx = random_vector<float>(x.size(), rng), dw = random_vector<float>(s.C, rng);
         auto db = random_vector<float>(s.C, rng);
-        GpuBuffer g_x(x), g_dout(dout), g_w(w), g_mean(mean), g_rstd(rstd);
-        std::vector<float> runs[2][2];  // [run][dweight, dbias]
+        GpuBuffer g_x(x), g_dout(dout), g_w(w), g_b(b), g_mean(mean), g_rstd(rstd);
+        GpuBuffer g_out{std::vector<float>(out.size(), NAN)}, g_mean2{std::vector<float>(N, NAN)};
+        GpuBuffer g_rstd2{std::vector<float>(N, NAN)};
+        layernorm_forward(DEVICE_GPU, g_out.ptr, g_mean2.ptr, g_rstd2.ptr, g_x.ptr, g_w.ptr, g_b.ptr, N, s.C);
+        expect_close("layernorm out", g_out.get(), out, REDUCTION);
+        expect_close("layernorm mean", g_mean2.get(), mean, REDUCTION);
+        expect_close("layernorm rstd", g_rstd2.get(), rstd, REDUCTION);
+        std::vector<float> runs[2][3];  // [run][dweight, dbias, dx]
         for (auto& run : runs) {
             GpuBuffer g_dx(dx), g_dw(dw), g_db(db);
             layernorm_backward(DEVICE_GPU, g_dx.ptr, g_dw.ptr, g_db.ptr, g_dout.ptr, g_x.ptr, g_w.ptr, g_mean.ptr,
                                g_rstd.ptr, N, s.C);
             run[0] = g_dw.get();
             run[1] = g_db.get();
+            run[2] = g_dx.get();
         }
         layernorm_backward_cpu(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), mean.data(),
                                rstd.data(), N, s.C);
         expect_close("layernorm dweight", runs[0][0], dw, REDUCTION);
         expect_close("layernorm dbias", runs[0][1], db, REDUCTION);
-        for (int k = 0; k < 2; k++)
+        expect_close("layernorm dx", runs[0][2], dx, REDUCTION);
+        for (int k = 0; k < 3; k++)
             CHECK(memcmp(runs[0][k].data(), runs[1][k].data(), runs[0][k].size() * sizeof(float)) == 0);
 
         auto inp = random_vector<float>((size_t)N * s.C, rng), weight = random_vector<float>((size_t)s.OC * s.C, rng);
