@@ -119,3 +119,16 @@ TEST_CASE("the benchmark scripts still run (tools/bench_gpu.py --device cpu --sm
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("eager") != std::string::npos);
 }
+
+// The attention benchmark with the kernel lab's emulated programs (dev/*-emulated, which make
+// test builds) and the Python's torch, whatever it lacks (FlexAttention, torch.compile): it
+// must run and read our kernels' times and bits.
+TEST_CASE("the attention benchmark still runs (tools/bench_attention.py --device cpu --small)") {
+    CommandResult r = run_command(PYTHON_BIN + " tools/bench_attention.py --device cpu --small");
+    CAPTURE(r.out);
+    CHECK(r.exit_code == 0);
+    for (int version = 1; version <= 3; version++)
+        CHECK(r.out.find("| maskprior kernel " + std::to_string(version) + "        |") != std::string::npos);
+    CHECK(r.out.find("no dev/") == std::string::npos);
+    CHECK(r.out.find("T16: kernel 3 ") != std::string::npos);
+}

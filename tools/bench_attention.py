@@ -171,9 +171,15 @@ def main(argv=None):
         name, B, T, NH, HS, heads, causal = case
         rows = [("maskprior kernel %d" % v,) + ours(case, v, opt.device) for v in (1, 2, 3)]
         tensors = inputs(case, opt.device)
-        rows.append(("PyTorch eager (SDPA)",) + timed(eager, tensors, causal, opt.device, seconds))
-        torch._dynamo.reset()
-        rows.append(("torch.compile",) + timed(torch.compile(written_out), tensors, causal, opt.device, seconds))
+        missing = "not in torch %s" % torch.__version__
+        rows.append(("PyTorch eager (SDPA)",) + (
+            timed(eager, tensors, causal, opt.device, seconds) if hasattr(F, "scaled_dot_product_attention")
+            else (None, missing)))
+        if hasattr(torch, "compile"):
+            torch._dynamo.reset()
+            rows.append(("torch.compile",) + timed(torch.compile(written_out), tensors, causal, opt.device, seconds))
+        else:
+            rows.append(("torch.compile", None, missing))
         flex = flex_factory(causal, T, opt.device)
         rows.append(("FlexAttention, learnable bias",) + (
             (None, flex) if isinstance(flex, str) else timed(flex, tensors, causal, opt.device, seconds)))
