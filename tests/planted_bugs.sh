@@ -1,10 +1,10 @@
 #!/bin/sh
 # The CUDA emulation must catch the bugs of CUDA written without a GPU. Each case plants one
-# bug in a copy of the sources (the program's own code, or for the barrier the block reduction
-# of tests/test_emulation.cu, as no kernel of the program has a barrier yet), builds the
-# emulated GPU tests from the copy, and runs the test that must now fail:
+# bug in a copy of the program's sources, builds the emulated GPU tests from the copy, and runs
+# the test that must now fail:
 #   off-by-one      gelu_forward_kernel1 bounds its index by i <= n: writes one past out
-#   no-barrier      the block reduction starts its tree before every thread wrote its entry
+#   no-barrier      attention kernel 3 reads its key tile before every thread has copied its
+#                   part into shared memory (the __syncthreads after the copy is gone)
 #   host-pointer    model_forward hands the kernels the host's token ids, not model.tokens
 #   transposed      the forward matmul passes the weight to cuBLAS untransposed
 # Exit 0 when every bug made its test fail; 1 when one went unseen, or when a plant no longer
@@ -47,9 +47,9 @@ plant() {
 plant off-by-one layers/pointwise.cuh \
     's/    if (i < n) out\[i\] = gelu_value(inp\[i\]);/    if (i <= n) out[i] = gelu_value(inp[i]);/' \
     "GPU embedding* layernorm* gelu*"
-plant no-barrier tests/test_emulation.cu \
-    '/    if (with_first_barrier) __syncthreads();/d' \
-    "emulation: __syncthreads is a barrier*"
+plant no-barrier attention_flash.cuh \
+    '/        __syncthreads();  \/\/ the tile is in shared memory/d' \
+    "GPU attention matches the CPU at every kernel version*"
 plant host-pointer model.cuh \
     's/embedding_forward(dev, a.encoded, model.tokens,/embedding_forward(dev, a.encoded, input.tokens,/' \
     "a whole training step on the GPU matches the CPU*"
