@@ -199,13 +199,20 @@ void attention_forward_cpu(F* out, F* att, const F* qkv, const F* mask, F* mask_
     }
 }
 
+// the (b, h, i) of the row (or key column) numbered `row` of the (B, NH, T) grid: the kernels'
+// thread (kernel 1) or warp (kernel 2) index, which is also the row's place in att and dscores
+struct RowIndex { int b, h, i; };
+__device__ inline RowIndex row_index(int row, AttentionShape s) {
+    return {row / (s.T * s.NH), (row / s.T) % s.NH, row % s.T};
+}
+
 __global__ void attention_forward_kernel1(float* out, float* att, const float* qkv, const float* mask_term,
                                           AttentionShape s) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per (b, h, i)
     if (idx >= s.B * s.NH * s.T) return;
-    int i = idx % s.T, h = (idx / s.T) % s.NH, b = idx / (s.T * s.NH);
-    attention_row_forward(out + ((size_t)b * s.T + i) * s.NH * s.HS + h * s.HS,
-                          att + (size_t)idx * s.T, qkv, mask_term, s, b, h, i);
+    const RowIndex r = row_index(idx, s);
+    attention_row_forward(out + ((size_t)r.b * s.T + r.i) * s.NH * s.HS + r.h * s.HS,
+                          att + (size_t)idx * s.T, qkv, mask_term, s, r.b, r.h, r.i);
 }
 
 // ----------------------------------------------------------------------------
@@ -356,16 +363,16 @@ __global__ void attention_backward_rows_kernel1(float* dqkv, float* dscores, con
                                                 const float* att, AttentionShape s) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per (b, h, i)
     if (idx >= s.B * s.NH * s.T) return;
-    int i = idx % s.T, h = (idx / s.T) % s.NH, b = idx / (s.T * s.NH);
-    attention_row_backward(dqkv, dscores + (size_t)idx * s.T, dout, qkv, att + (size_t)idx * s.T, s, b, h, i);
+    const RowIndex r = row_index(idx, s);
+    attention_row_backward(dqkv, dscores + (size_t)idx * s.T, dout, qkv, att + (size_t)idx * s.T, s, r.b, r.h, r.i);
 }
 
 __global__ void attention_backward_columns_kernel1(float* dqkv, const float* dscores, const float* dout,
                                                    const float* qkv, const float* att, AttentionShape s) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per (b, h, j)
     if (idx >= s.B * s.NH * s.T) return;
-    int j = idx % s.T, h = (idx / s.T) % s.NH, b = idx / (s.T * s.NH);
-    attention_column_backward(dqkv, dscores, dout, qkv, att, s, b, h, j);
+    const RowIndex c = row_index(idx, s);  // c.i is the key j
+    attention_column_backward(dqkv, dscores, dout, qkv, att, s, c.b, c.h, c.i);
 }
 
 __global__ void attention_backward_mask_kernel1(float* dmask, const float* dscores, const float* mask,
@@ -398,15 +405,19 @@ inline int& attention_kernel_version() {
     return version;
 }
 
-// Why version v cannot run this shape, or "" when it can (version 3 keeps HS/32 dims a lane)
+// Whether version v exists and can run heads of HS dims (version 3 keeps HS/32 dims a lane)
+inline bool attention_kernel_runs(int version, int HS) {
+    return version >= 1 && version <= ATTENTION_KERNEL_COUNT && !(version == 3 && HS > FLASH_MAX_HS);
+}
+
+// Why version v cannot run heads of HS dims, or "" when it can
 inline std::string attention_kernel_refusal(int version, int HS) {
+    if (attention_kernel_runs(version, HS)) return "";
     if (version < 1 || version > ATTENTION_KERNEL_COUNT)
         return "attention kernel " + std::to_string(version) + " does not exist (1 to " +
                std::to_string(ATTENTION_KERNEL_COUNT) + ")";
-    if (version == 3 && HS > FLASH_MAX_HS)
-        return "attention kernel 3 holds at most " + std::to_string(FLASH_MAX_HS) + " dims a head (--head-size " +
-               std::to_string(HS) + ")";
-    return "";
+    return "attention kernel 3 holds at most " + std::to_string(FLASH_MAX_HS) + " dims a head (--head-size " +
+           std::to_string(HS) + ")";
 }
 
 // The one-line refusal of --attention-kernel when the chosen version cannot run heads of HS dims
@@ -422,8 +433,8 @@ inline void attention_forward(Device dev, float* out, float* att, const float* q
         return CPU_REFERENCE ? attention_forward_cpu_reference(out, att, qkv, mask, mask_term, s)
                              : attention_forward_cpu(out, att, qkv, mask, mask_term, s);
     const int version = attention_kernel_version();
-    const std::string refusal = attention_kernel_refusal(version, s.HS);
-    if (!refusal.empty()) throw std::logic_error("attention_forward: " + refusal);
+    if (!attention_kernel_runs(version, s.HS))  // setup refused it already; a caller that skipped setup
+        throw std::logic_error("attention_forward: " + attention_kernel_refusal(version, s.HS));
     if (s.mask_heads) {
         int count = s.mask_heads * s.T * s.T;
         launch_kernel<mask_term_kernel1>(ceil_div(count, 128), 128, 0, mask_term, mask, count);

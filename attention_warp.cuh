@@ -20,12 +20,6 @@
 
 constexpr int ATTENTION_WARPS_PER_BLOCK = 4;  // 128 threads: one warp per row, four rows a block
 
-// the (b, h, i) of the row (or column) numbered `row` of the (B, NH, T) grid
-struct RowIndex { int b, h, i; };
-__device__ inline RowIndex row_index(int row, AttentionShape s) {
-    return {row / (s.T * s.NH), (row / s.T) % s.NH, row % s.T};
-}
-
 // ----------------------------------------------------------------------------
 // forward
 
