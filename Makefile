@@ -81,7 +81,7 @@ INCLUDES  = -I. $(if $(EXTRA_INCLUDE),-I$(EXTRA_INCLUDE))
 NVCCFLAGS = -O3 -std=c++17 $(GENCODE) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses \
             -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"' $(if $(CPU_REFERENCE),-DMASKPRIOR_CPU_REFERENCE)
 LDLIBS    = -lcublas -lgomp -lz
-HEADERS   = $(wildcard *.cuh layers/*.h layers/*.cuh prior/*.h prior/*.cuh run/*.h run/*.cuh tasks/*.h)
+HEADERS   = $(wildcard *.cuh attention/*.cuh cpu_fast/*.h layers/*.h layers/*.cuh prior/*.h prior/*.cuh run/*.h run/*.cuh tasks/*.h)
 
 # The CUDA emulation (emu/): the host compiler builds the same sources with MASKPRIOR_CUDA_EMULATION,
 # which puts emu/'s CUDA and cuBLAS in place of the real ones; fibers from Boost.Context run the

@@ -23,11 +23,8 @@ static int train(int argc, char** argv) {
     else check_writable(opt.dump_state);
     const std::unique_ptr<Task> task = make_task(opt);
     const Device dev = pick_device(opt);
-    printf("maskprior: training on the %s: %s%s\n", dev == DEVICE_GPU ? "GPU" : "CPU (no GPU in use)",
-           device_name(dev).c_str(),
-           dev == DEVICE_GPU ? (", attention kernel " + std::to_string(attention_kernel_version()) +
-                                (fast_kernels() ? ", fast kernels" : "")).c_str()
-                             : "");
+    const Kernels kernels = choose_kernels(opt, opt.head_size);  // how the GPU computes
+    printf("maskprior: training on the %s\n", device_line(dev, kernels).c_str());
 
     // the model, its prior and its initialisation
     const Config cfg = model_config(opt, *task);
@@ -36,6 +33,7 @@ static int train(int argc, char** argv) {
     Model model;
     ModelOwner owner{model};  // frees the buffers however train() ends
     model_build(model, cfg, dev, B);
+    model.kernels = kernels;
     set_optimizer(model, opt);
     const Structure G = prior_structure(opt, *task, cfg);
     const Initialisation init = initialise(model, opt, *task, G);
@@ -132,13 +130,13 @@ static int train(int argc, char** argv) {
 
     // the final report: pictures, the checkpoint (holding metrics.json's content), metrics.json, the table
     write_pictures(out_dir, "final", model, ev, *task);
-    const std::string loss_name = cfg.head == HEAD_REGRESSION ? opt.loss : "cross-entropy";
+    const std::string loss_name = cfg.readout == READOUT_REGRESSION ? opt.loss : "cross-entropy";
     const nlohmann::ordered_json metrics = metrics_json(
         {{"task", opt.task}, {"init", opt.init}, {"variant", init_variant(opt)}, {"seed", opt.seed},
          {"data_dir", opt.data_dir}, {"optimizer", opt.optimizer}, {"encoding", opt.encoding}, {"loss", loss_name},
          {"steps", steps}, {"seconds", seconds}, {"final_loss", loss}, {"train_examples", task->train_size()},
          {"eval_examples", task->eval_size()}},
-        ev, dev, command_line(argc, argv));
+        ev, dev, kernels, command_line(argc, argv));
     run_meta["metrics"] = metrics.dump();
     checkpointer.save(model, run_meta, steps, train_accuracy);
     write_metrics(out_dir, metrics);

@@ -3,33 +3,40 @@
 // their gradients), each carved from one allocation, and calls the layers in order. It knows
 // no task: a task hands it token ids, targets and, for the mask init, a plain matrix G.
 //
-//   x = wte[tokens] + wpe                                   (B,T,C)
+//   x = wte[tokens] + wpe                                   (B,T,C)  the embedding
 //       (scalar encoding: a valued token v gives value[v] * wval in place of wte[v])
 //   images: x = [cls, patchify(pixels) patch_w^T + patch_b] + wpe   (layers/patch_embedding.cuh)
-//   for each layer l (pre-LN):
-//     x += proj(attention(qkv(ln1(x)), mask_l))
-//     x += mlp_proj(gelu(mlp_fc(ln2(x))))
-//   y = head(ln_f(x[:, p]))  p = 0 (CLS); causal: p = T-1    (B,OUT)
-//       (--pool mean: the mean of x[:, 1:] in place of x[:, 0])
-//   loss = MSE(y, target) or logistic(y, ±1 label) (regression), cross-entropy(y, class)
-// The next-token head (a causal language model) reads every position instead:
-//   y = head(ln_f(x))                                       (B,T,V)
-//   loss = sum_{b,t} w_bt CE(y_bt, next token_bt) / sum w_bt  w: the loss mask (the answer)
+//   for each layer l (pre-LN), the fields of BlockActivations:
+//     ln1 = layernorm(x)                 qkv = ln1 Wqkv^T + bqkv
+//     y = attention(qkv, mask_l)         (att: A, attention.cuh; y: the heads' outputs)
+//     proj = y Wproj^T + bproj           x_mid = x + proj
+//     ln2 = layernorm(x_mid)             mlp_fc = ln2 Wfc^T + bfc,   mlp_gelu = gelu(mlp_fc)
+//     mlp_proj = mlp_gelu Wmlp^T + bmlp  x_out = x_mid + mlp_proj    (the next layer's x)
+//   the readout (the output layer, "head" in the checkpoint), on the pooled row:
+//     pooled = x_out[:, p]  p = 0 (CLS); causal: p = T-1     (B,C)
+//              (--pool mean: the mean of x_out[:, 1:])
+//     logits = ln_f(pooled) Wout^T + bout                    (B,OUT)
+//     loss = MSE(logits, target) or logistic(logits, ±1 label) (regression), cross-entropy (class)
+//   The next-token readout (a causal language model) reads every position instead:
+//     logits = ln_f(x_out) Wout^T + bout                     (B,T,V)
+//     loss = sum_{b,t} w_bt CE(logits_bt, next token_bt) / sum w_bt   w: the loss mask (the answer)
+// How the GPU computes (kernel versions, TF32) is the model's Kernels, handed to each layer call
+// that depends on it.
 #pragma once
 #include <stdexcept>
 #include <string>
 #include <vector>
-#include "attention.cuh"          // attention_forward, attention_backward: the method
-#include "layers/adamw.cuh"       // adamw_update
-#include "layers/clip.cuh"        // clip_grad_norm, grad_norm_scratch_size
-#include "layers/config.h"        // Config, ParamTensors, param_layout, block_params
-#include "layers/embedding.cuh"   // embedding_*, scalar_embedding_*
-#include "layers/fused.cuh"       // residual_layernorm_forward, matmul_bias_gelu_forward
-#include "layers/layernorm.cuh"   // layernorm_*
-#include "layers/loss.cuh"        // mse_*, logistic_*, crossentropy_*
-#include "layers/matmul.cuh"      // matmul_*
+#include "attention/versions.cuh"      // attention_forward, attention_backward: the method (attention.cuh)
+#include "layers/adamw.cuh"            // adamw_update
+#include "layers/clip.cuh"             // clip_grad_norm, grad_norm_scratch_size
+#include "layers/config.h"             // Config, ParamTensors, param_layout, block_params
+#include "layers/embedding.cuh"        // embedding_*, scalar_embedding_*
+#include "layers/fused.cuh"            // residual_layernorm_*, matmul_bias_gelu_*
+#include "layers/layernorm.cuh"        // layernorm_*
+#include "layers/loss.cuh"             // mse_*, logistic_*, crossentropy_*
+#include "layers/matmul.cuh"           // matmul_*
 #include "layers/patch_embedding.cuh"  // patchify_*, assemble_*, mean_pool_*
-#include "layers/pointwise.cuh"   // gelu_*, residual_*, pick_position_*
+#include "layers/pointwise.cuh"        // gelu_*, residual_*, pick_position_*
 
 // ----------------------------------------------------------------------------
 // activations for a batch of B rows; the same struct over the gradient buffers holds their
@@ -40,37 +47,38 @@ struct Activations {
     // images only (empty for a token model): the flattened patches and their embedding
     float* patches;    // (B,NP,channels·P·P)
     float* embedded;   // (B,NP,C)
-    float* encoded;    // (B,T,C)
+    float* encoded;    // (B,T,C)  the embedding: layer 0's x
+    // every layer's block, as in BlockActivations (layer l's slice: block_activations)
     float* ln1;        // (L,B,T,C)
     float* ln1_mean;   // (L,B,T)
     float* ln1_rstd;   // (L,B,T)
     float* qkv;        // (L,B,T,3·NH·HS)
     float* att;        // (L,B,NH,T,T)  A (its gradient is never stored: see Model::dscores)
-    float* atty;       // (L,B,T,NH·HS)
-    float* attproj;    // (L,B,T,C)
-    float* residual2;  // (L,B,T,C)  x after the attention half of the block
+    float* y;          // (L,B,T,NH·HS)
+    float* proj;       // (L,B,T,C)
+    float* x_mid;      // (L,B,T,C)  x after the attention half of the block
     float* ln2;        // (L,B,T,C)
     float* ln2_mean;   // (L,B,T)
     float* ln2_rstd;   // (L,B,T)
-    float* fch;        // (L,B,T,MLP)
-    float* fch_gelu;   // (L,B,T,MLP)
-    float* fcproj;     // (L,B,T,C)
-    float* residual3;  // (L,B,T,C)  x after the whole block
-    // the head's rows R = B·head_rows(): one per example, or (next token) every position
-    float* cls;        // (B,C)  x[:, head_position] after the last block (--pool mean: the patches' mean);
-                       //        unused by next token
-    // the last block after attention on the head's row alone (model_forward with head_row_only):
-    // the same fields as BlockActivations, one row per example; its residual3 is cls
-    float* head_input;      // (B,C)   x[:, head_position] entering the last block
-    float* head_atty;       // (B,NH·HS)
-    float* head_attproj;    // (B,C)
-    float* head_residual2;  // (B,C)
-    float* head_ln2;        // (B,C)
-    float* head_ln2_mean;   // (B)
-    float* head_ln2_rstd;   // (B)
-    float* head_fch;        // (B,MLP)
-    float* head_fch_gelu;   // (B,MLP)
-    float* head_fcproj;     // (B,C)
+    float* mlp_fc;     // (L,B,T,MLP)
+    float* mlp_gelu;   // (L,B,T,MLP)
+    float* mlp_proj;   // (L,B,T,C)
+    float* x_out;      // (L,B,T,C)  x after the whole block
+    // the readout's rows R = B·readout_rows(): one per example, or (next token) every position
+    float* pooled;     // (B,C)  x_out[:, readout_position] of the last block (--pool mean: the patches'
+                       //        mean); unused by next token
+    // the last block after attention on the readout's row alone (model_forward with
+    // readout_row_only): BlockActivations' fields, one row per example; its x_out is pooled
+    float* readout_input;     // (B,C)  x[:, readout_position] entering the last block
+    float* readout_y;         // (B,NH·HS)
+    float* readout_proj;      // (B,C)
+    float* readout_x_mid;     // (B,C)
+    float* readout_ln2;       // (B,C)
+    float* readout_ln2_mean;  // (B)
+    float* readout_ln2_rstd;  // (B)
+    float* readout_mlp_fc;    // (B,MLP)
+    float* readout_mlp_gelu;  // (B,MLP)
+    float* readout_mlp_proj;  // (B,C)
     float* lnf;        // (R,C)
     float* lnf_mean;   // (R)
     float* lnf_rstd;   // (R)
@@ -83,7 +91,7 @@ struct Activations {
 // floats they take; gradients = true lays out the gradient buffers, without the slots that
 // have no gradient.
 inline size_t activations_bind(const Config& c, int B, Activations* a, float* base, bool gradients) {
-    const size_t BT = (size_t)B * c.T, L = c.L, R = (size_t)B * c.head_rows(), BP = (size_t)B * c.patches();
+    const size_t BT = (size_t)B * c.T, L = c.L, R = (size_t)B * c.readout_rows(), BP = (size_t)B * c.patches();
     const bool FWD = true;  // a slot only the forward pass has: no room in the gradient buffers
     struct Slot { float** ptr; size_t n; bool forward_only = false; };
     const Slot slots[] = {
@@ -91,17 +99,17 @@ inline size_t activations_bind(const Config& c, int B, Activations* a, float* ba
         {&a->encoded, BT * c.C},
         {&a->ln1, L * BT * c.C},           {&a->ln1_mean, L * BT, FWD},   {&a->ln1_rstd, L * BT, FWD},
         {&a->qkv, L * BT * c.qkv_width()}, {&a->att, L * B * c.NH * c.T * c.T, FWD},
-        {&a->atty, L * BT * c.attention_width()},
-        {&a->attproj, L * BT * c.C},       {&a->residual2, L * BT * c.C},
+        {&a->y, L * BT * c.attention_width()},
+        {&a->proj, L * BT * c.C},          {&a->x_mid, L * BT * c.C},
         {&a->ln2, L * BT * c.C},           {&a->ln2_mean, L * BT, FWD},   {&a->ln2_rstd, L * BT, FWD},
-        {&a->fch, L * BT * c.MLP},         {&a->fch_gelu, L * BT * c.MLP},
-        {&a->fcproj, L * BT * c.C},        {&a->residual3, L * BT * c.C},
-        {&a->cls, (size_t)B * c.C},
-        {&a->head_input, (size_t)B * c.C, FWD},     {&a->head_atty, (size_t)B * c.attention_width(), FWD},
-        {&a->head_attproj, (size_t)B * c.C, FWD},   {&a->head_residual2, (size_t)B * c.C, FWD},
-        {&a->head_ln2, (size_t)B * c.C, FWD},       {&a->head_ln2_mean, (size_t)B, FWD},
-        {&a->head_ln2_rstd, (size_t)B, FWD},        {&a->head_fch, (size_t)B * c.MLP, FWD},
-        {&a->head_fch_gelu, (size_t)B * c.MLP, FWD}, {&a->head_fcproj, (size_t)B * c.C, FWD},
+        {&a->mlp_fc, L * BT * c.MLP},      {&a->mlp_gelu, L * BT * c.MLP},
+        {&a->mlp_proj, L * BT * c.C},      {&a->x_out, L * BT * c.C},
+        {&a->pooled, (size_t)B * c.C},
+        {&a->readout_input, (size_t)B * c.C, FWD},       {&a->readout_y, (size_t)B * c.attention_width(), FWD},
+        {&a->readout_proj, (size_t)B * c.C, FWD},        {&a->readout_x_mid, (size_t)B * c.C, FWD},
+        {&a->readout_ln2, (size_t)B * c.C, FWD},         {&a->readout_ln2_mean, (size_t)B, FWD},
+        {&a->readout_ln2_rstd, (size_t)B, FWD},          {&a->readout_mlp_fc, (size_t)B * c.MLP, FWD},
+        {&a->readout_mlp_gelu, (size_t)B * c.MLP, FWD},  {&a->readout_mlp_proj, (size_t)B * c.C, FWD},
         {&a->lnf, R * c.C},                {&a->lnf_mean, R, FWD},        {&a->lnf_rstd, R, FWD},
         {&a->logits, R * c.OUT},           {&a->probs, R * c.OUT, FWD},   {&a->losses, R, FWD},
     };
@@ -126,55 +134,55 @@ struct BlockActivations {
     float* ln1_rstd;   // (B,T)
     float* qkv;        // (B,T,3·NH·HS)
     float* att;        // (B,NH,T,T)
-    float* atty;       // (B,T,NH·HS)
-    float* attproj;    // (B,T,C)
-    float* residual2;  // (B,T,C)
+    float* y;          // (B,T,NH·HS)
+    float* proj;       // (B,T,C)
+    float* x_mid;      // (B,T,C)
     float* ln2;        // (B,T,C)
     float* ln2_mean;   // (B,T)
     float* ln2_rstd;   // (B,T)
-    float* fch;        // (B,T,MLP)
-    float* fch_gelu;   // (B,T,MLP)
-    float* fcproj;     // (B,T,C)
-    float* residual3;  // (B,T,C)
+    float* mlp_fc;     // (B,T,MLP)
+    float* mlp_gelu;   // (B,T,MLP)
+    float* mlp_proj;   // (B,T,C)
+    float* x_out;      // (B,T,C)
 };
 
 inline BlockActivations block_activations(const Config& c, const Activations& a, int B, int l) {
     const size_t BT = (size_t)B * c.T, C = c.C;
     // slot + l * per_layer, or null where the slot has no room (the gradient buffers)
     auto at = [l](float* slot, size_t per_layer) { return slot ? slot + l * per_layer : nullptr; };
-    return {l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C,
+    return {l == 0 ? a.encoded : a.x_out + (l - 1) * BT * C,
             at(a.ln1, BT * C),
             at(a.ln1_mean, BT),
             at(a.ln1_rstd, BT),
             at(a.qkv, BT * c.qkv_width()),
             at(a.att, (size_t)B * c.NH * c.T * c.T),
-            at(a.atty, BT * c.attention_width()),
-            at(a.attproj, BT * C),
-            at(a.residual2, BT * C),
+            at(a.y, BT * c.attention_width()),
+            at(a.proj, BT * C),
+            at(a.x_mid, BT * C),
             at(a.ln2, BT * C),
             at(a.ln2_mean, BT),
             at(a.ln2_rstd, BT),
-            at(a.fch, BT * c.MLP),
-            at(a.fch_gelu, BT * c.MLP),
-            at(a.fcproj, BT * C),
-            at(a.residual3, BT * C)};
+            at(a.mlp_fc, BT * c.MLP),
+            at(a.mlp_gelu, BT * c.MLP),
+            at(a.mlp_proj, BT * C),
+            at(a.x_out, BT * C)};
 }
 
-// The last block's head row (forward only): the compact slots of Activations as a block whose
+// The last block's readout row (forward only): the compact slots of Activations as a block whose
 // rows are the examples, for block_tail_forward. Only the fields after attention are used.
-inline BlockActivations head_row_block(const Activations& a) {
+inline BlockActivations readout_row_block(const Activations& a) {
     BlockActivations h = {};
-    h.input = a.head_input;
-    h.atty = a.head_atty;
-    h.attproj = a.head_attproj;
-    h.residual2 = a.head_residual2;
-    h.ln2 = a.head_ln2;
-    h.ln2_mean = a.head_ln2_mean;
-    h.ln2_rstd = a.head_ln2_rstd;
-    h.fch = a.head_fch;
-    h.fch_gelu = a.head_fch_gelu;
-    h.fcproj = a.head_fcproj;
-    h.residual3 = a.cls;
+    h.input = a.readout_input;
+    h.y = a.readout_y;
+    h.proj = a.readout_proj;
+    h.x_mid = a.readout_x_mid;
+    h.ln2 = a.readout_ln2;
+    h.ln2_mean = a.readout_ln2_mean;
+    h.ln2_rstd = a.readout_ln2_rstd;
+    h.mlp_fc = a.readout_mlp_fc;
+    h.mlp_gelu = a.readout_mlp_gelu;
+    h.mlp_proj = a.readout_mlp_proj;
+    h.x_out = a.pooled;
     return h;
 }
 
@@ -185,6 +193,7 @@ inline BlockActivations head_row_block(const Activations& a) {
 struct Model {
     Config cfg;
     Device dev = DEVICE_CPU;
+    Kernels kernels;  // how the GPU computes (set at setup from the flags; the CPU ignores it)
     int B;  // rows per batch the buffers hold
     std::vector<TensorInfo> layout;
     size_t num_params, num_acts, num_dacts, num_dscores;  // floats in each buffer
@@ -197,17 +206,17 @@ struct Model {
     float* mask_term = nullptr;  // (NH,T,T) log σ(M) of the layer attention_forward is on: scratch, per layer
     int* tokens = nullptr;        // (B,T) on dev, token models
     float* pixels = nullptr;      // (B,channels,H,W) on dev, image models
-    float* targets = nullptr;     // (B·head_rows) on dev: a value, a class, or the next token at each position
-    float* loss_mask = nullptr;   // (B·T) on dev, next-token head only: 1 where a position counts in the loss
+    float* targets = nullptr;     // (B·readout_rows) on dev: a value, a class, or the next token at each position
+    float* loss_mask = nullptr;   // (B·T) on dev, next-token readout only: 1 where a position counts in the loss
     bool loss_masked;   // whether the last forward pass weighted its rows by loss_mask
     float loss_count;   // the counted rows of the last forward pass: the loss's denominator
     int loss_rows;      // the rows of the last forward pass with targets; 0 when it had none
-    bool head_row_only;  // whether the last forward pass ran the last block's tail on the head's row alone
+    bool readout_row_only;  // whether the last forward pass ran the last block's tail on the readout's row alone
     float* token_value = nullptr;  // (V) on dev: cfg.token_value; nullptr under token encoding
-    std::vector<float> losses_host;  // (B·head_rows)
+    std::vector<float> losses_host;  // (B·readout_rows)
     AdamWSettings adam;
     float weight_decay = 1e-3f, mask_weight_decay = 0.0f;
-    float label_smoothing = 0.0f;  // of the cross-entropy heads
+    float label_smoothing = 0.0f;  // of the cross-entropy readouts
     bool freeze_mask = false;      // --freeze-mask: M is a constant, with no gradient and no update
     float* norm_scratch = nullptr;  // (grad_norm_scratch_size(num_params)) model_clip_gradients' partial sums
     int adam_t = 0;  // optimizer steps taken
@@ -216,7 +225,7 @@ struct Model {
 inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
     if (cfg.encoding == ENCODING_SCALAR && (int)cfg.token_value.size() != cfg.V)
         fail("scalar encoding needs a value per token (%zu values for V = %d)", cfg.token_value.size(), cfg.V);
-    if (cfg.loss == LOSS_LOGISTIC && cfg.head != HEAD_REGRESSION) fail("the logistic loss needs a regression head");
+    if (cfg.loss == LOSS_LOGISTIC && cfg.readout != READOUT_REGRESSION) fail("the logistic loss needs a regression readout");
     model.cfg = cfg;
     model.dev = dev;
     model.B = B;
@@ -240,16 +249,16 @@ inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
     model.dscores = buffer_alloc(dev, model.num_dscores);
     model.norm_scratch = buffer_alloc(dev, grad_norm_scratch_size(model.num_params));
     model.mask_term = buffer_alloc(dev, (size_t)cfg.NH * cfg.T * cfg.T);
-    const size_t R = (size_t)B * cfg.head_rows();
+    const size_t R = (size_t)B * cfg.readout_rows();
     if (dev == DEVICE_GPU) cudaCheck(cudaMalloc(&model.tokens, (size_t)B * cfg.T * sizeof(int)));
     else model.tokens = (int*)malloc((size_t)B * cfg.T * sizeof(int));
     model.pixels = cfg.image_input() ? buffer_alloc(dev, (size_t)B * cfg.image_size()) : nullptr;
     model.targets = buffer_alloc(dev, R);
-    model.loss_mask = cfg.head == HEAD_NEXT_TOKEN ? buffer_alloc(dev, R) : nullptr;
+    model.loss_mask = cfg.readout == READOUT_NEXT_TOKEN ? buffer_alloc(dev, R) : nullptr;
     model.loss_masked = false;
     model.loss_count = 0;
     model.loss_rows = 0;
-    model.head_row_only = false;
+    model.readout_row_only = false;
     model.token_value = nullptr;
     if (cfg.encoding == ENCODING_SCALAR) {
         model.token_value = buffer_alloc(dev, cfg.V);
@@ -301,16 +310,40 @@ inline AttentionShape model_attention_shape(const Config& c, int B, int l) {
 }
 
 // The block after attention, on N rows (every position, or one per example):
-//   x2 = x + attproj(atty),  x3 = x2 + mlp_proj(gelu(mlp_fc(ln2(x2))))
-inline void block_tail_forward(Device dev, const Config& c, const BlockParams& w, const BlockActivations& x, int N) {
+//   proj = y Wproj^T + bproj,  x_mid = x + proj,  ln2 = layernorm(x_mid),
+//   mlp_fc = ln2 Wfc^T + bfc,  mlp_gelu = gelu(mlp_fc),  mlp_proj = mlp_gelu Wmlp^T + bmlp,
+//   x_out = x_mid + mlp_proj
+inline void block_tail_forward(const Model& model, const BlockParams& w, const BlockActivations& x, int N) {
+    const Config& c = model.cfg;
+    const Device dev = model.dev;
+    const Kernels& k = model.kernels;
     const int C = c.C;
-    matmul_forward(dev, x.attproj, x.atty, w.attprojw, w.attprojb, N, c.attention_width(), C);
-    // x2 = x + attproj, ln2 = layernorm(x2); fch = ln2 Wfc^T + bfc, fch_gelu = gelu(fch)
-    residual_layernorm_forward(dev, x.residual2, x.ln2, x.ln2_mean, x.ln2_rstd, x.input, x.attproj, w.ln2w, w.ln2b,
-                               N, C);
-    matmul_bias_gelu_forward(dev, x.fch, x.fch_gelu, x.ln2, w.fcw, w.fcb, N, C, c.MLP);
-    matmul_forward(dev, x.fcproj, x.fch_gelu, w.fcprojw, w.fcprojb, N, c.MLP, C);
-    residual_forward(dev, x.residual3, x.residual2, x.fcproj, (size_t)N * C);
+    matmul_forward(dev, k, x.proj, x.y, w.projw, w.projb, N, c.attention_width(), C);
+    residual_layernorm_forward(dev, k, x.x_mid, x.ln2, x.ln2_mean, x.ln2_rstd, x.input, x.proj, w.ln2w, w.ln2b, N, C);
+    matmul_bias_gelu_forward(dev, k, x.mlp_fc, x.mlp_gelu, x.ln2, w.mlp_fcw, w.mlp_fcb, N, C, c.MLP);
+    matmul_forward(dev, k, x.mlp_proj, x.mlp_gelu, w.mlp_projw, w.mlp_projb, N, c.MLP, C);
+    residual_forward(dev, x.x_out, x.x_mid, x.mlp_proj, (size_t)N * C);
+}
+
+// Its backward, the forward's lines in reverse, from dx.x_out (the gradients dx, dw accumulate):
+inline void block_tail_backward(const Model& model, const BlockParams& w, const BlockParams& dw,
+                                const BlockActivations& x, const BlockActivations& dx, int N) {
+    const Config& c = model.cfg;
+    const Device dev = model.dev;
+    const Kernels& k = model.kernels;
+    const int C = c.C;
+    // x_out = x_mid + mlp_proj
+    residual_backward(dev, dx.x_mid, dx.mlp_proj, dx.x_out, (size_t)N * C);
+    // mlp_proj = mlp_gelu Wmlp^T + bmlp
+    matmul_backward(dev, k, dx.mlp_gelu, dw.mlp_projw, dw.mlp_projb, dx.mlp_proj, x.mlp_gelu, w.mlp_projw, N, c.MLP, C);
+    // mlp_gelu = gelu(mlp_fc), mlp_fc = ln2 Wfc^T + bfc
+    matmul_bias_gelu_backward(dev, k, dx.ln2, dw.mlp_fcw, dw.mlp_fcb, dx.mlp_fc, dx.mlp_gelu, x.mlp_fc, x.ln2,
+                              w.mlp_fcw, N, C, c.MLP);
+    // ln2 = layernorm(x_mid), x_mid = x + proj
+    residual_layernorm_backward(dev, k, dx.input, dx.proj, dx.x_mid, dw.ln2w, dw.ln2b, dx.ln2, x.x_mid, w.ln2w,
+                                x.ln2_mean, x.ln2_rstd, N, C);
+    // proj = y Wproj^T + bproj
+    matmul_backward(dev, k, dx.y, dw.projw, dw.projb, dx.proj, x.y, w.projw, N, c.attention_width(), C);
 }
 
 // What a forward pass reads, in host memory: token ids (rows,T), or for an image model the
@@ -336,7 +369,8 @@ inline void input_forward(Model& model, ModelInput input, const Activations& a, 
     if (c.image_input()) {
         buffer_copy(model.pixels, dev, input.pixels, DEVICE_CPU, (size_t)B * c.image_size());
         patchify_forward(dev, a.patches, model.pixels, B, c.channels, c.height, c.width, c.patch);
-        matmul_forward(dev, a.embedded, a.patches, p.patchw, p.patchb, B * c.patches(), c.patch_size(), c.C);
+        matmul_forward(dev, model.kernels, a.embedded, a.patches, p.patchw, p.patchb, B * c.patches(), c.patch_size(),
+                       c.C);
         assemble_forward(dev, a.encoded, a.embedded, p.cls, p.wpe, B, c.T, c.C);
         return;
     }
@@ -359,8 +393,8 @@ inline void input_backward(Model& model, const Activations& a, const Activations
         // encoded = assemble(embedded, cls, wpe)
         assemble_backward(dev, d.embedded, g.cls, g.wpe, d.encoded, B, c.T, c.C);
         // embedded = patches patch_w^T + patch_b
-        matmul_backward(dev, nullptr, g.patchw, g.patchb, d.embedded, a.patches, p.patchw, B * c.patches(),
-                        c.patch_size(), c.C);
+        matmul_backward(dev, model.kernels, nullptr, g.patchw, g.patchb, d.embedded, a.patches, p.patchw,
+                        B * c.patches(), c.patch_size(), c.C);
     } else if (c.encoding == ENCODING_SCALAR) {
         scalar_embedding_backward(dev, g.wte, g.wval, g.wpe, d.encoded, model.tokens, model.token_value, B, c.T, c.C);
     } else {
@@ -369,26 +403,27 @@ inline void input_backward(Model& model, const Activations& a, const Activations
 }
 
 // Forward pass on `rows` <= model.B examples, host memory: the input (tokens or pixels), targets
-// (rows·head_rows), and for the next-token head loss_mask (rows·T) of 0/1 (nullptr: every
+// (rows·readout_rows), and for the next-token readout loss_mask (rows·T) of 0/1 (nullptr: every
 // position counts). Leaves the outputs in model_activations(model, rows).logits and returns
 // the mean loss over the counted rows. targets = nullptr: the outputs only, no loss (returns 0),
 // and model_backward refuses to run after it.
-// head_row_only (evaluation): a head that reads one position (CLS, or the last one) needs, after
+// readout_row_only (evaluation): a readout that reads one position (CLS, or the last one) needs, after
 // the last block's attention, that position alone: every layer after attention treats each row
 // on its own. So the last block's tail runs on one row per example, a T-th of the work, with the
 // same bits in the outputs, the loss and every layer's attention; the last block's other rows
 // are left unset, and model_backward refuses to run after it.
 inline float model_forward(Model& model, ModelInput input, const float* targets, int rows,
-                           const float* loss_mask = nullptr, bool head_row_only = false) {
+                           const float* loss_mask = nullptr, bool readout_row_only = false) {
     const Config& c = model.cfg;
     const Device dev = model.dev;
-    const int B = rows, T = c.T, C = c.C, BT = B * T, R = B * c.head_rows();
+    const Kernels& k = model.kernels;
+    const int B = rows, T = c.T, C = c.C, BT = B * T, R = B * c.readout_rows();
     const int QKV = c.qkv_width(), AW = c.attention_width();
     if (rows < 1 || rows > model.B)
         throw std::logic_error("model_forward: " + std::to_string(rows) + " rows, but the buffers hold 1 to " +
                                std::to_string(model.B));
     model.loss_rows = 0;
-    model.head_row_only = head_row_only && c.head != HEAD_NEXT_TOKEN && c.pool == POOL_CLS;
+    model.readout_row_only = readout_row_only && c.readout != READOUT_NEXT_TOKEN && c.pool == POOL_CLS;
     if (c.image_input() != (input.pixels != nullptr))
         throw std::logic_error(std::string("model_forward: an ") + (c.image_input() ? "image" : "token") +
                                " model was given " + (input.pixels ? "pixels" : "tokens"));
@@ -398,32 +433,33 @@ inline float model_forward(Model& model, ModelInput input, const float* targets,
     for (int l = 0; l < c.L; l++) {
         const BlockParams w = block_params(c, p, l);
         const BlockActivations x = block_activations(c, a, B, l);
-        layernorm_forward(dev, x.ln1, x.ln1_mean, x.ln1_rstd, x.input, w.ln1w, w.ln1b, BT, C);
-        matmul_forward(dev, x.qkv, x.ln1, w.qkvw, w.qkvb, BT, C, QKV);
-        attention_forward(dev, x.atty, x.att, x.qkv, w.mask, model.mask_term, model_attention_shape(c, B, l));
-        if (model.head_row_only && l == c.L - 1) {  // the tail on the head's row: its residual3 is cls
-            const BlockActivations h = head_row_block(a);
-            pick_position_forward(dev, h.input, x.input, B, T, C, c.head_position());
-            pick_position_forward(dev, h.atty, x.atty, B, T, AW, c.head_position());
-            block_tail_forward(dev, c, w, h, B);
+        // ln1 = layernorm(x), qkv = ln1 Wqkv^T + bqkv, y = attention(qkv, mask_l)
+        layernorm_forward(dev, k, x.ln1, x.ln1_mean, x.ln1_rstd, x.input, w.ln1w, w.ln1b, BT, C);
+        matmul_forward(dev, k, x.qkv, x.ln1, w.qkvw, w.qkvb, BT, C, QKV);
+        attention_forward(dev, k, x.y, x.att, x.qkv, w.mask, model.mask_term, model_attention_shape(c, B, l));
+        if (model.readout_row_only && l == c.L - 1) {  // the tail on the readout's row: its x_out is pooled
+            const BlockActivations r = readout_row_block(a);
+            pick_position_forward(dev, r.input, x.input, B, T, C, c.readout_position());
+            pick_position_forward(dev, r.y, x.y, B, T, AW, c.readout_position());
+            block_tail_forward(model, w, r, B);
         } else {
-            block_tail_forward(dev, c, w, x, BT);
+            block_tail_forward(model, w, x, BT);
         }
     }
-    // the head's input: the summary position, or (next token) the whole last residual stream
-    float* x_last = block_activations(c, a, B, c.L - 1).residual3;  // (B,T,C)
-    const float* head_in = x_last;
-    if (c.head != HEAD_NEXT_TOKEN) {
-        if (c.pool == POOL_MEAN) mean_pool_forward(dev, a.cls, x_last, B, T, C);
-        else if (!model.head_row_only) pick_position_forward(dev, a.cls, x_last, B, T, C, c.head_position());
-        head_in = a.cls;
+    // the readout's input: the pooled row, or (next token) the whole last residual stream
+    float* x_last = block_activations(c, a, B, c.L - 1).x_out;  // (B,T,C)
+    const float* readout_in = x_last;
+    if (c.readout != READOUT_NEXT_TOKEN) {
+        if (c.pool == POOL_MEAN) mean_pool_forward(dev, a.pooled, x_last, B, T, C);
+        else if (!model.readout_row_only) pick_position_forward(dev, a.pooled, x_last, B, T, C, c.readout_position());
+        readout_in = a.pooled;
     }
-    layernorm_forward(dev, a.lnf, a.lnf_mean, a.lnf_rstd, head_in, p.lnfw, p.lnfb, R, C);
-    matmul_forward(dev, a.logits, a.lnf, p.headw, p.headb, R, C, c.OUT);
+    layernorm_forward(dev, k, a.lnf, a.lnf_mean, a.lnf_rstd, readout_in, p.lnfw, p.lnfb, R, C);
+    matmul_forward(dev, k, a.logits, a.lnf, p.readoutw, p.readoutb, R, C, c.OUT);
     if (!targets) return 0;
 
     buffer_copy(model.targets, dev, targets, DEVICE_CPU, R);
-    model.loss_masked = c.head == HEAD_NEXT_TOKEN && loss_mask;
+    model.loss_masked = c.readout == READOUT_NEXT_TOKEN && loss_mask;
     const float* row_weight = model.loss_masked ? model.loss_mask : nullptr;
     model.loss_count = (float)R;
     if (model.loss_masked) {
@@ -432,8 +468,8 @@ inline float model_forward(Model& model, ModelInput input, const float* targets,
         for (int r = 0; r < R; r++) model.loss_count += loss_mask[r];
         if (model.loss_count == 0) fail("the loss mask counts no position");
     }
-    if (c.head != HEAD_REGRESSION)
-        crossentropy_forward(dev, a.losses, a.probs, a.logits, model.targets, row_weight, R, c.OUT,
+    if (c.readout != READOUT_REGRESSION)
+        crossentropy_forward(dev, k, a.losses, a.probs, a.logits, model.targets, row_weight, R, c.OUT,
                              model.label_smoothing);
     else if (c.loss == LOSS_LOGISTIC) logistic_forward(dev, a.losses, a.logits, model.targets, B);
     else mse_forward(dev, a.losses, a.logits, model.targets, B);
@@ -457,59 +493,48 @@ inline void model_backward(Model& model, int rows) {
     if (model.loss_rows == 0)
         throw std::logic_error("model_backward: the last model_forward had no targets, so there is no loss to "
                                "differentiate");
-    if (model.head_row_only)
-        throw std::logic_error("model_backward: the last model_forward ran the last block on the head's row only");
+    if (model.readout_row_only)
+        throw std::logic_error("model_backward: the last model_forward ran the last block on the readout's row only");
     if (rows != model.loss_rows)
         throw std::logic_error("model_backward: " + std::to_string(rows) + " rows, but the last model_forward had " +
                                std::to_string(model.loss_rows));
     const Config& c = model.cfg;
     const Device dev = model.dev;
-    const int B = rows, T = c.T, C = c.C, BT = B * T, R = B * c.head_rows();
-    const int QKV = c.qkv_width(), AW = c.attention_width();
+    const Kernels& k = model.kernels;
+    const int B = rows, T = c.T, C = c.C, BT = B * T, R = B * c.readout_rows();
     Activations a = model_activations(model, B), d;
     activations_bind(c, B, &d, model.dacts_mem, true);
     const ParamTensors& p = model.params;
     const ParamTensors& g = model.grads;
 
-    const bool next_token = c.head == HEAD_NEXT_TOKEN;
-    if (c.head != HEAD_REGRESSION) {
+    // loss = MSE, logistic or cross-entropy of the logits
+    const bool next_token = c.readout == READOUT_NEXT_TOKEN;
+    if (c.readout != READOUT_REGRESSION) {
         const float* row_weight = model.loss_masked ? model.loss_mask : nullptr;
         crossentropy_backward(dev, d.logits, a.probs, model.targets, row_weight, model.loss_count, R, c.OUT,
                               model.label_smoothing);
     } else if (c.loss == LOSS_LOGISTIC) logistic_backward(dev, d.logits, a.logits, model.targets, B);
     else mse_backward(dev, d.logits, a.logits, model.targets, B);
-    matmul_backward(dev, d.lnf, g.headw, g.headb, d.logits, a.lnf, p.headw, R, C, c.OUT);
-    float* x_last = block_activations(c, a, B, c.L - 1).residual3;   // (B,T,C)
-    float* dx_last = block_activations(c, d, B, c.L - 1).residual3;  // (B,T,C)
-    layernorm_backward(dev, next_token ? dx_last : d.cls, g.lnfw, g.lnfb, d.lnf, next_token ? x_last : a.cls, p.lnfw,
-                       a.lnf_mean, a.lnf_rstd, R, C);
-    if (!next_token && c.pool == POOL_MEAN) mean_pool_backward(dev, dx_last, d.cls, B, T, C);
-    else if (!next_token) pick_position_backward(dev, dx_last, d.cls, B, T, C, c.head_position());
+    // logits = lnf Wout^T + bout, lnf = ln_f(pooled or x_out)
+    matmul_backward(dev, k, d.lnf, g.readoutw, g.readoutb, d.logits, a.lnf, p.readoutw, R, C, c.OUT);
+    float* x_last = block_activations(c, a, B, c.L - 1).x_out;   // (B,T,C)
+    float* dx_last = block_activations(c, d, B, c.L - 1).x_out;  // (B,T,C)
+    layernorm_backward(dev, k, next_token ? dx_last : d.pooled, g.lnfw, g.lnfb, d.lnf, next_token ? x_last : a.pooled,
+                       p.lnfw, a.lnf_mean, a.lnf_rstd, R, C);
+    // pooled = x_out[:, p], or the mean of x_out[:, 1:]
+    if (!next_token && c.pool == POOL_MEAN) mean_pool_backward(dev, dx_last, d.pooled, B, T, C);
+    else if (!next_token) pick_position_backward(dev, dx_last, d.pooled, B, T, C, c.readout_position());
     for (int l = c.L - 1; l >= 0; l--) {
         const BlockParams w = block_params(c, p, l), dw = block_params(c, g, l);
         const BlockActivations x = block_activations(c, a, B, l), dx = block_activations(c, d, B, l);
-        // x3 = x2 + fcproj
-        residual_backward(dev, dx.residual2, dx.fcproj, dx.residual3, (size_t)BT * C);
-        // fcproj = fch_gelu Wp^T + bp
-        matmul_backward(dev, dx.fch_gelu, dw.fcprojw, dw.fcprojb, dx.fcproj, x.fch_gelu, w.fcprojw, BT, c.MLP, C);
-        // fch_gelu = gelu(fch)
-        gelu_backward(dev, dx.fch, x.fch, dx.fch_gelu, (size_t)BT * c.MLP);
-        // fch = ln2 Wfc^T + bfc
-        matmul_backward(dev, dx.ln2, dw.fcw, dw.fcb, dx.fch, x.ln2, w.fcw, BT, C, c.MLP);
-        // ln2 = layernorm(x2)
-        layernorm_backward(dev, dx.residual2, dw.ln2w, dw.ln2b, dx.ln2, x.residual2, w.ln2w, x.ln2_mean, x.ln2_rstd,
-                           BT, C);
-        // x2 = x + attproj
-        residual_backward(dev, dx.input, dx.attproj, dx.residual2, (size_t)BT * C);
-        // attproj = atty Wo^T + bo
-        matmul_backward(dev, dx.atty, dw.attprojw, dw.attprojb, dx.attproj, x.atty, w.attprojw, BT, AW, C);
-        // atty = attention(qkv, mask)
-        attention_backward(dev, dx.qkv, dw.mask, model.dscores, dx.atty, x.qkv, x.att, w.mask,
+        block_tail_backward(model, w, dw, x, dx, BT);
+        // y = attention(qkv, mask_l)
+        attention_backward(dev, k, dx.qkv, dw.mask, model.dscores, dx.y, x.qkv, x.att, w.mask,
                            model_attention_shape(c, B, l));
         // qkv = ln1 Wqkv^T + bqkv
-        matmul_backward(dev, dx.ln1, dw.qkvw, dw.qkvb, dx.qkv, x.ln1, w.qkvw, BT, C, QKV);
+        matmul_backward(dev, k, dx.ln1, dw.qkvw, dw.qkvb, dx.qkv, x.ln1, w.qkvw, BT, C, c.qkv_width());
         // ln1 = layernorm(x)
-        layernorm_backward(dev, dx.input, dw.ln1w, dw.ln1b, dx.ln1, x.input, w.ln1w, x.ln1_mean, x.ln1_rstd, BT, C);
+        layernorm_backward(dev, k, dx.input, dw.ln1w, dw.ln1b, dx.ln1, x.input, w.ln1w, x.ln1_mean, x.ln1_rstd, BT, C);
     }
     input_backward(model, a, d, B);
     if (model.freeze_mask && c.mask_heads > 0)  // a constant has no gradient: dM (prior layers, mask heads, T, T) = 0

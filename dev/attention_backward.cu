@@ -2,11 +2,11 @@
 // included, checked against the CPU and timed side by side (dev/README.md). Build and run:
 //   make dev && ./dev/attention_backward [version] [--quick]
 //   make dev-emulated && ./dev/attention_backward-emulated --quick   (no GPU: the CPU emulation)
-// The versions (attention.cuh's ATTENTION_KERNELS):
+// The versions (attention/versions.cuh's ATTENTION_KERNELS):
 //   1  attention.cuh        one thread per query row (dA, dS, dq), per key column (dk, dv) and
 //                           per mask entry (dM, summed over the batch by that one thread)
-//   2  attention_warp.cuh   one warp per query row and per key column; dM as in version 1
-//   3  attention_flash.cuh  version 2's dq, dk, dv; dM summed in batch groups, then the groups'
+//   2  attention/warp.cuh   one warp per query row and per key column; dM as in version 1
+//   3  attention/flash.cuh  version 2's dq, dk, dv; dM summed in batch groups, then the groups'
 //                           partial sums in group order: parallel over the batch, no atomics
 // Checked: dqkv and dM within 1e-4 + 1e-3·|cpu| (both accumulate into random values, as every
 // backward here does), and two runs from the same inputs give the same bits.
@@ -27,10 +27,9 @@ int main(int argc, char** argv) {
         const std::vector<float> dqkv_in = dev_random(n.qkv, rng), dmask_in = dev_random(n.mask, rng);
         const float* m = s.mask_heads ? mask.data() : nullptr;
         std::vector<float> out(n.out), att(n.att), mask_term(n.mask), dscores(n.att);
-        attention_forward_cpu_reference(out.data(), att.data(), qkv.data(), m, mask_term.data(), s);
+        attention_forward_cpu(out.data(), att.data(), qkv.data(), m, mask_term.data(), s);
         std::vector<float> dqkv = dqkv_in, dmask = dmask_in;
-        attention_backward_cpu_reference(dqkv.data(), dmask.data(), dscores.data(), dout.data(), qkv.data(),
-                                         att.data(), m, s);
+        attention_backward_cpu(dqkv.data(), dmask.data(), dscores.data(), dout.data(), qkv.data(), att.data(), m, s);
         DevBuffer g_qkv(qkv), g_mask(mask), g_att(att), g_dout(dout), g_dqkv(dqkv_in), g_dmask(dmask_in);
         DevBuffer g_dscores(dscores);
         const float* gm = s.mask_heads ? g_mask.ptr : nullptr;
@@ -40,10 +39,11 @@ int main(int argc, char** argv) {
         for (int version = 1; version <= ATTENTION_KERNEL_COUNT; version++) {
             if (opt.version && version != opt.version) continue;
             if (dev_skip(shape, version)) continue;
-            attention_kernel_version() = version;
+            Kernels kernels;
+            kernels.attention = version;
             auto call = [&] {
-                attention_backward(DEVICE_GPU, g_dqkv.ptr, g_dmask.ptr, g_dscores.ptr, g_dout.ptr, g_qkv.ptr, g_att.ptr,
-                                   gm, s);
+                attention_backward(DEVICE_GPU, kernels, g_dqkv.ptr, g_dmask.ptr, g_dscores.ptr, g_dout.ptr, g_qkv.ptr,
+                                   g_att.ptr, gm, s);
             };
             std::vector<float> runs[2][2];  // [run][dqkv, dM]
             for (auto& run : runs) {

@@ -2,10 +2,10 @@
 // timed side by side (dev/README.md). Build and run:
 //   make dev && ./dev/attention_forward [version] [--quick]
 //   make dev-emulated && ./dev/attention_forward-emulated --quick   (no GPU: the CPU emulation)
-// The versions (attention.cuh's ATTENTION_KERNELS, each file's header says what it teaches):
+// The versions (attention/versions.cuh's ATTENTION_KERNELS, each file's header says what it teaches):
 //   1  attention.cuh        one thread per query row: the CPU's row function as it is
-//   2  attention_warp.cuh   one warp per query row, warp shuffles for the softmax's max and sum
-//   3  attention_flash.cuh  k/v tiles in shared memory, the online softmax
+//   2  attention/warp.cuh   one warp per query row, warp shuffles for the softmax's max and sum
+//   3  attention/flash.cuh  k/v tiles in shared memory, the online softmax
 // Checked: y (B,T,NH·HS) and A (B,NH,T,T) within 1e-4 + 1e-3·|cpu|, and two runs' bits equal.
 // Napkin counts of one call: bytes = qkv read once + y and A written + the mask read;
 // flops = 4·B·NH·T²·HS (Q K^T and A V, a multiply and an add each), counted as if not causal.
@@ -21,8 +21,8 @@ int main(int argc, char** argv) {
         Rng rng(7);
         const std::vector<float> qkv = dev_random(n.qkv, rng), mask = dev_random(n.mask, rng, 4);
         std::vector<float> out(n.out), att(n.att), mask_term(n.mask);
-        attention_forward_cpu_reference(out.data(), att.data(), qkv.data(), s.mask_heads ? mask.data() : nullptr,
-                                        mask_term.data(), s);
+        attention_forward_cpu(out.data(), att.data(), qkv.data(), s.mask_heads ? mask.data() : nullptr,
+                              mask_term.data(), s);
         DevBuffer g_qkv(qkv), g_mask(mask), g_out(out), g_att(att), g_mask_term(mask_term);
         const float* gm = s.mask_heads ? g_mask.ptr : nullptr;
         const double bytes = sizeof(float) * (double)(n.qkv + n.out + n.att + (s.mask_heads ? n.mask : 0));
@@ -30,8 +30,11 @@ int main(int argc, char** argv) {
         for (int version = 1; version <= ATTENTION_KERNEL_COUNT; version++) {
             if (opt.version && version != opt.version) continue;
             if (dev_skip(shape, version)) continue;
-            attention_kernel_version() = version;
-            auto call = [&] { attention_forward(DEVICE_GPU, g_out.ptr, g_att.ptr, g_qkv.ptr, gm, g_mask_term.ptr, s); };
+            Kernels kernels;
+            kernels.attention = version;
+            auto call = [&] {
+                attention_forward(DEVICE_GPU, kernels, g_out.ptr, g_att.ptr, g_qkv.ptr, gm, g_mask_term.ptr, s);
+            };
             std::vector<float> runs[2][2];  // [run][y, A]
             for (auto& run : runs) {
                 g_out.set(std::vector<float>(n.out, NAN));  // what a kernel leaves unwritten stays NaN

@@ -16,7 +16,7 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
-#include "attention.cuh"  // the layer: row functions, CPU reference, kernel versions, launchers
+#include "attention/versions.cuh"  // the layer: row functions, CPU loops, every kernel version, the table
 
 // The shapes a program runs: awkward ones (T not a multiple of the tiles; HS not of 32; a
 // batch not of the mask gradient's groups), and real ones, named for the run that has them.

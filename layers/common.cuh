@@ -101,30 +101,27 @@ inline std::string device_name(Device dev) {
            std::to_string(cpu_threads()) + " threads (CPU)";
 }
 
-// The one cuBLAS handle of the process, created on first use (GPU runs only).
-inline cublasHandle_t& cublas_handle() {
+// The one cuBLAS handle of the process, created on first use (GPU runs only), set to the math of
+// the call about to use it: plain fp32 sgemm, or TF32 tensor cores where the caller's Kernels say
+// tf32 (--tf32).
+inline cublasHandle_t cublas_handle(bool tf32) {
     static cublasHandle_t handle = nullptr;
-    if (!handle) {
-        cublasCheck(cublasCreate(&handle));
-        // fp32 by default: the default math mode computes sgemm in fp32; TF32 only when
-        // --tf32 asks for it (see set_tf32)
-        cublasCheck(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
-    }
+    if (!handle) cublasCheck(cublasCreate(&handle));
+    cublasCheck(cublasSetMathMode(handle, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     return handle;
 }
 
-inline void set_tf32(bool on) {
-    cublasCheck(cublasSetMathMode(cublas_handle(), on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-}
-
-// Whether the GPU runs the second kernel versions of the layers other than attention
-// (--fast-kernels): a warp per LayerNorm and cross-entropy row, the fusions of layers/fused.cuh,
-// and the column sums of layers/column_sums.cuh for the bias and LayerNorm parameter gradients. Off by
-// default until they have run on a GPU. The CPU computes the same with or without.
-inline bool& fast_kernels() {
-    static bool on = false;
-    return on;
-}
+// How the GPU computes: which kernel versions run and whether the matmuls may use TF32. Chosen
+// once at setup (--attention-kernel, --fast-kernels, --tf32; run/setup.cuh), held by the model, and
+// passed to every layer whose GPU path depends on it. The CPU computes the same whatever it holds.
+// The defaults are the versions that have run on a GPU, in fp32.
+struct Kernels {
+    int attention = 1;         // the attention kernels' version (attention/versions.cuh lists them)
+    bool fast_layers = false;  // the other layers' second versions: a warp per LayerNorm and
+                               // cross-entropy row, the fusions of layers/fused.cuh, the column sums of
+                               // layers/column_sums.cuh for the bias and LayerNorm parameter gradients
+    bool tf32 = false;         // cuBLAS may round the matmuls' inputs to TF32 (tensor cores)
+};
 
 // ----------------------------------------------------------------------------
 // CPU paths: the fast ones, or (make CPU_REFERENCE=1) the plain reference loops

@@ -9,10 +9,12 @@
 #include <string>
 #include <vector>
 
-enum HeadType { HEAD_REGRESSION = 0, HEAD_CLASS = 1, HEAD_NEXT_TOKEN = 2 };
+// The output layer (the readout, "head" in the checkpoints' names as in timm and nanoGPT): a value
+// per example, a class per example, or the next token at every position
+enum ReadoutType { READOUT_REGRESSION = 0, READOUT_CLASS = 1, READOUT_NEXT_TOKEN = 2 };
 enum Encoding { ENCODING_TOKEN = 0, ENCODING_SCALAR = 1 };  // see layers/embedding.cuh
-enum LossType { LOSS_MSE = 0, LOSS_LOGISTIC = 1 };          // of the regression head
-// what a classification head reads: the CLS position, or the mean of the patch tokens (images)
+enum LossType { LOSS_MSE = 0, LOSS_LOGISTIC = 1 };          // of the regression readout
+// what a classification readout reads: the CLS position, or the mean of the patch tokens (images)
 enum Pooling { POOL_CLS = 0, POOL_MEAN = 1 };
 // --prior-layers: the structured prior (the mask, or the QK inits' weights) in every layer, or
 // in layer 0 only (the other layers then have no mask and default query/key weights)
@@ -26,11 +28,11 @@ struct Config {
     int NH = 2;     // heads
     int HS = 16;    // head size, independent of C; attention works in NH*HS dims
     int MLP = 32;   // MLP hidden size
-    int OUT = 1;    // head outputs: 1 (regression), the number of classes, or V (next token)
+    int OUT = 1;    // readout outputs: 1 (regression), the number of classes, or V (next token)
     int mask_heads = 0;  // 0: no mask, 1: one M per layer shared by heads, NH: one per head
     PriorLayers prior_layers = PRIOR_ALL_LAYERS;
     bool causal = false;
-    HeadType head = HEAD_REGRESSION;
+    ReadoutType readout = READOUT_REGRESSION;
     Encoding encoding = ENCODING_TOKEN;
     std::vector<float> token_value;  // (V) scalar encoding: a token's value, 0 for none (the task's)
     LossType loss = LOSS_MSE;
@@ -51,40 +53,40 @@ struct Config {
     // the layers that carry the prior: 0 .. prior_layer_count() - 1
     int prior_layer_count() const { return prior_layers == PRIOR_FIRST_LAYER ? 1 : L; }
     bool layer_has_mask(int l) const { return mask_heads > 0 && l < prior_layer_count(); }
-    // the position the head reads: CLS, or under causal attention the last position, the
+    // the position the readout reads: CLS, or under causal attention the last position, the
     // only one that sees the whole sequence
-    int head_position() const { return causal ? T - 1 : 0; }
-    // rows of the head per example: one, or every position for the next-token head
-    int head_rows() const { return head == HEAD_NEXT_TOKEN ? T : 1; }
+    int readout_position() const { return causal ? T - 1 : 0; }
+    // rows of the readout per example: one, or every position for the next-token readout
+    int readout_rows() const { return readout == READOUT_NEXT_TOKEN ? T : 1; }
 };
 
 // ----------------------------------------------------------------------------
 // parameters: one struct of pointers, four instances (params, grads, AdamW m and v)
 
 struct ParamTensors {
-    float* wte;       // (V,C)  token models only
-    float* patchw;    // (C, channels·patch·patch)  image models only: the patch embedding, a Conv2d's weight
-    float* patchb;    // (C)  image models only
-    float* cls;       // (C)  image models only: the CLS token's embedding
-    float* wval;      // (C)  scalar encoding only: a valued token is value * wval
-    float* wpe;       // (T,C)
-    float* ln1w;      // (L,C)
-    float* ln1b;      // (L,C)
-    float* qkvw;      // (L,3·NH·HS,C)
-    float* qkvb;      // (L,3·NH·HS)
-    float* mask;      // (L,T,T) or (L,NH,T,T), L = 1 with --prior-layers first; absent (size 0) without a mask
-    float* attprojw;  // (L,C,NH·HS)
-    float* attprojb;  // (L,C)
-    float* ln2w;      // (L,C)
-    float* ln2b;      // (L,C)
-    float* fcw;       // (L,MLP,C)
-    float* fcb;       // (L,MLP)
-    float* fcprojw;   // (L,C,MLP)
-    float* fcprojb;   // (L,C)
-    float* lnfw;      // (C)
-    float* lnfb;      // (C)
-    float* headw;     // (OUT,C)
-    float* headb;     // (OUT)
+    float* wte;        // (V,C)  token models only
+    float* patchw;     // (C, channels·patch·patch)  image models only: the patch embedding, a Conv2d's weight
+    float* patchb;     // (C)  image models only
+    float* cls;        // (C)  image models only: the CLS token's embedding
+    float* wval;       // (C)  scalar encoding only: a valued token is value * wval
+    float* wpe;        // (T,C)
+    float* ln1w;       // (L,C)
+    float* ln1b;       // (L,C)
+    float* qkvw;       // (L,3·NH·HS,C)
+    float* qkvb;       // (L,3·NH·HS)
+    float* mask;       // (L,T,T) or (L,NH,T,T), L = 1 with --prior-layers first; absent (size 0) without a mask
+    float* projw;      // (L,C,NH·HS)
+    float* projb;      // (L,C)
+    float* ln2w;       // (L,C)
+    float* ln2b;       // (L,C)
+    float* mlp_fcw;    // (L,MLP,C)
+    float* mlp_fcb;    // (L,MLP)
+    float* mlp_projw;  // (L,C,MLP)
+    float* mlp_projb;  // (L,C)
+    float* lnfw;       // (C)
+    float* lnfb;       // (C)
+    float* readoutw;   // (OUT,C)
+    float* readoutb;   // (OUT)
 };
 
 // One tensor of the layout: its checkpoint name ("%d" for the layer), the shape of one
@@ -114,18 +116,18 @@ inline std::vector<TensorInfo> param_layout(const Config& c) {
         {"h.%d.attn.qkv.weight", &ParamTensors::qkvw, true, {c.qkv_width(), c.C}},
         {"h.%d.attn.qkv.bias", &ParamTensors::qkvb, true, {c.qkv_width()}},
         {"h.%d.attn.mask", &ParamTensors::mask, true, mask_shape},
-        {"h.%d.attn.proj.weight", &ParamTensors::attprojw, true, {c.C, c.attention_width()}},
-        {"h.%d.attn.proj.bias", &ParamTensors::attprojb, true, {c.C}},
+        {"h.%d.attn.proj.weight", &ParamTensors::projw, true, {c.C, c.attention_width()}},
+        {"h.%d.attn.proj.bias", &ParamTensors::projb, true, {c.C}},
         {"h.%d.ln2.weight", &ParamTensors::ln2w, true, {c.C}},
         {"h.%d.ln2.bias", &ParamTensors::ln2b, true, {c.C}},
-        {"h.%d.mlp.fc.weight", &ParamTensors::fcw, true, {c.MLP, c.C}},
-        {"h.%d.mlp.fc.bias", &ParamTensors::fcb, true, {c.MLP}},
-        {"h.%d.mlp.proj.weight", &ParamTensors::fcprojw, true, {c.C, c.MLP}},
-        {"h.%d.mlp.proj.bias", &ParamTensors::fcprojb, true, {c.C}},
+        {"h.%d.mlp.fc.weight", &ParamTensors::mlp_fcw, true, {c.MLP, c.C}},
+        {"h.%d.mlp.fc.bias", &ParamTensors::mlp_fcb, true, {c.MLP}},
+        {"h.%d.mlp.proj.weight", &ParamTensors::mlp_projw, true, {c.C, c.MLP}},
+        {"h.%d.mlp.proj.bias", &ParamTensors::mlp_projb, true, {c.C}},
         {"ln_f.weight", &ParamTensors::lnfw, false, {c.C}},
         {"ln_f.bias", &ParamTensors::lnfb, false, {c.C}},
-        {"head.weight", &ParamTensors::headw, false, {c.OUT, c.C}},
-        {"head.bias", &ParamTensors::headb, false, {c.OUT}},
+        {"head.weight", &ParamTensors::readoutw, false, {c.OUT, c.C}},
+        {"head.bias", &ParamTensors::readoutb, false, {c.OUT}},
     };
     size_t offset = 0;
     for (TensorInfo& info : t) {
@@ -167,29 +169,29 @@ inline std::string tensor_name(const TensorInfo& info, int l) {
 // Layer l's slice of every per-layer tensor of p (parameters, gradients or a moment): what one
 // transformer block reads. mask is nullptr in a layer without a mask.
 struct BlockParams {
-    float* ln1w;      // (C)
-    float* ln1b;      // (C)
-    float* qkvw;      // (3·NH·HS,C)
-    float* qkvb;      // (3·NH·HS)
-    float* mask;      // (T,T) or (NH,T,T), or nullptr
-    float* attprojw;  // (C,NH·HS)
-    float* attprojb;  // (C)
-    float* ln2w;      // (C)
-    float* ln2b;      // (C)
-    float* fcw;       // (MLP,C)
-    float* fcb;       // (MLP)
-    float* fcprojw;   // (C,MLP)
-    float* fcprojb;   // (C)
+    float* ln1w;       // (C)
+    float* ln1b;       // (C)
+    float* qkvw;       // (3·NH·HS,C)
+    float* qkvb;       // (3·NH·HS)
+    float* mask;       // (T,T) or (NH,T,T), or nullptr
+    float* projw;      // (C,NH·HS)
+    float* projb;      // (C)
+    float* ln2w;       // (C)
+    float* ln2b;       // (C)
+    float* mlp_fcw;    // (MLP,C)
+    float* mlp_fcb;    // (MLP)
+    float* mlp_projw;  // (C,MLP)
+    float* mlp_projb;  // (C)
 };
 
 inline BlockParams block_params(const Config& c, const ParamTensors& p, int l) {
     const size_t C = c.C, QKV = c.qkv_width(), AW = c.attention_width(), MLP = c.MLP;
     const size_t mask_size = (size_t)c.mask_heads * c.T * c.T;
-    return {p.ln1w + l * C,           p.ln1b + l * C,
-            p.qkvw + l * QKV * C,     p.qkvb + l * QKV,
+    return {p.ln1w + l * C,              p.ln1b + l * C,
+            p.qkvw + l * QKV * C,        p.qkvb + l * QKV,
             c.layer_has_mask(l) ? p.mask + l * mask_size : nullptr,
-            p.attprojw + l * C * AW,  p.attprojb + l * C,
-            p.ln2w + l * C,           p.ln2b + l * C,
-            p.fcw + l * MLP * C,      p.fcb + l * MLP,
-            p.fcprojw + l * C * MLP,  p.fcprojb + l * C};
+            p.projw + l * C * AW,        p.projb + l * C,
+            p.ln2w + l * C,              p.ln2b + l * C,
+            p.mlp_fcw + l * MLP * C,     p.mlp_fcb + l * MLP,
+            p.mlp_projw + l * C * MLP,   p.mlp_projb + l * C};
 }

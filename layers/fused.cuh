@@ -1,8 +1,8 @@
 // layers/fused.cuh: two layers in one kernel, where a training step runs them back to back.
-// Each pair is one block: the math, the launcher the model calls, and the fused kernel. On the
-// CPU, and on the GPU without --fast-kernels, a launcher calls the two layers as they are;
-// with --fast-kernels (GPU) it runs the fused kernel (kernel 2 of the pair), which reads its
-// input once and launches once. The fused kernels compute the same per-element math as the separate ones; where a
+// Each pair is one block: the math, the fused kernel, the launcher the model calls, and its
+// backward. On the CPU, and on the GPU without Kernels::fast_layers (--fast-kernels), a launcher
+// calls the two layers as they are; with it (GPU) it runs the fused kernel (kernel 2 of the pair),
+// which reads its input once and launches once. The backward is the two layers' own, in reverse. The fused kernels compute the same per-element math as the separate ones; where a
 // fused kernel also changes how a row is reduced (a warp instead of one thread), its comment
 // says so, and the GPU tests hold it to the separate layers within the reduction tolerance.
 //
@@ -11,14 +11,14 @@
 // kernel costs a few microseconds on its own. Two layers fused read their input and write their
 // output once, not twice, and launch once.
 #pragma once
-#include "layers/common.cuh"     // Device, launch_kernel, WARP, warp_sum, fast_kernels
-#include "layers/layernorm.cuh"  // layernorm_forward, layernorm_row_forward_warp
-#include "layers/matmul.cuh"     // matmul_forward, matmul_forward_gpu
-#include "layers/pointwise.cuh"  // residual_forward, gelu_forward, gelu_value
+#include "layers/common.cuh"     // Device, Kernels, launch_kernel, WARP
+#include "layers/layernorm.cuh"  // layernorm_forward, layernorm_backward, layernorm_row_forward_warp
+#include "layers/matmul.cuh"     // matmul_forward, matmul_backward, matmul_forward_gpu
+#include "layers/pointwise.cuh"  // residual_*, gelu_*, gelu_value
 
 // ----------------------------------------------------------------------------
 // residual + LayerNorm: residual = a + b, then out = layernorm(residual) (mean and rstd kept for
-// the backward), as the block does after attention: x2 = x + attproj, ln2 = layernorm(x2).
+// the backward), as the block does after attention: x2 = x + proj, ln2 = layernorm(x2).
 // The fused kernel gives a row to a warp: lanes over the C channels add a and b and write the
 // residual, then LayerNorm's kernel 2 row function (a warp per row, layers/layernorm.cuh)
 // normalises it while it is fresh in the cache. LayerNorm's kernel1 sums a row in one thread,
@@ -36,21 +36,33 @@ __global__ void residual_layernorm_forward_kernel2(float* residual, float* out, 
     layernorm_row_forward_warp(out + row, mean + n, rstd + n, residual + row, weight, bias, C, lane);
 }
 
-inline void residual_layernorm_forward(Device dev, float* residual, float* out, float* mean, float* rstd,
-                                       const float* a, const float* b, const float* weight, const float* bias, int N,
-                                       int C) {
-    if (dev == DEVICE_CPU || !fast_kernels()) {
+inline void residual_layernorm_forward(Device dev, const Kernels& kernels, float* residual, float* out, float* mean,
+                                       float* rstd, const float* a, const float* b, const float* weight,
+                                       const float* bias, int N, int C) {
+    // residual, out, a, b (N,C); mean, rstd (N); weight, bias (C)
+    if (dev == DEVICE_CPU || !kernels.fast_layers) {
         residual_forward(dev, residual, a, b, (size_t)N * C);
-        return layernorm_forward(dev, out, mean, rstd, residual, weight, bias, N, C);
+        return layernorm_forward(dev, kernels, out, mean, rstd, residual, weight, bias, N, C);
     }
     const int warps_per_block = 4;
     launch_kernel<residual_layernorm_forward_kernel2>(ceil_div(N, warps_per_block), warps_per_block * WARP, 0,
                                                       residual, out, mean, rstd, a, b, weight, bias, N, C);
 }
 
+// backward: in the forward pass this was out = layernorm(residual), residual = a + b; so
+//   dresidual += layernorm's input gradient (dweight, dbias too), then da += dresidual, db += dresidual
+// dresidual comes in holding what residual's other reader gave it (the block's next residual add).
+inline void residual_layernorm_backward(Device dev, const Kernels& kernels, float* da, float* db, float* dresidual,
+                                        float* dweight, float* dbias, const float* dout, const float* residual,
+                                        const float* weight, const float* mean, const float* rstd, int N, int C) {
+    // da, db, dresidual, dout, residual (N,C); dweight, dbias, weight (C); mean, rstd (N)
+    layernorm_backward(dev, kernels, dresidual, dweight, dbias, dout, residual, weight, mean, rstd, N, C);
+    residual_backward(dev, da, db, dresidual, (size_t)N * C);
+}
+
 // ----------------------------------------------------------------------------
-// matmul + bias + GELU: pre = inp W^T + bias, out = gelu(pre), the MLP's first layer (fch and
-// fch_gelu; the backward needs pre). cuBLAS computes inp W^T without the bias, and one kernel
+// matmul + bias + GELU: pre = inp W^T + bias, out = gelu(pre), the MLP's first layer (mlp_fc and
+// mlp_gelu; the backward needs pre). cuBLAS computes inp W^T without the bias, and one kernel
 // adds the bias and applies GELU in the same pass over pre, where the separate layers take two
 // passes (add_bias_kernel1, gelu_forward_kernel1). Each element gets the very same operations
 // in the same order, so the bits equal the separate kernels'.
@@ -64,13 +76,23 @@ __global__ void bias_gelu_forward_kernel2(float* pre, float* out, const float* b
     out[idx] = gelu_value(x);
 }
 
-inline void matmul_bias_gelu_forward(Device dev, float* pre, float* out, const float* inp, const float* weight,
-                                     const float* bias, int N, int C, int OC) {
+inline void matmul_bias_gelu_forward(Device dev, const Kernels& kernels, float* pre, float* out, const float* inp,
+                                     const float* weight, const float* bias, int N, int C, int OC) {
     // pre, out (N,OC); inp (N,C); weight (OC,C); bias (OC)
-    if (dev == DEVICE_CPU || !fast_kernels()) {
-        matmul_forward(dev, pre, inp, weight, bias, N, C, OC);
+    if (dev == DEVICE_CPU || !kernels.fast_layers) {
+        matmul_forward(dev, kernels, pre, inp, weight, bias, N, C, OC);
         return gelu_forward(dev, out, pre, (size_t)N * OC);
     }
-    matmul_forward_gpu(pre, inp, weight, nullptr, N, C, OC);
+    matmul_forward_gpu(kernels, pre, inp, weight, nullptr, N, C, OC);
     launch_kernel<bias_gelu_forward_kernel2>(ceil_div((size_t)N * OC, BLOCK), BLOCK, 0, pre, out, bias, N, OC);
+}
+
+// backward: in the forward pass this was out = gelu(pre), pre = inp W^T + bias; so
+//   dpre += gelu'(pre) dout, then dinp, dweight, dbias from dpre (layers/matmul.cuh)
+inline void matmul_bias_gelu_backward(Device dev, const Kernels& kernels, float* dinp, float* dweight, float* dbias,
+                                      float* dpre, const float* dout, const float* pre, const float* inp,
+                                      const float* weight, int N, int C, int OC) {
+    // dinp, inp (N,C); dweight, weight (OC,C); dbias (OC); dpre, dout, pre (N,OC)
+    gelu_backward(dev, dpre, pre, dout, (size_t)N * OC);
+    matmul_backward(dev, kernels, dinp, dweight, dbias, dpre, inp, weight, N, C, OC);
 }

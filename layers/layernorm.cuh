@@ -1,11 +1,11 @@
 // layers/layernorm.cuh: LayerNorm, forward and backward, CPU loops and CUDA kernel1; kernel 2
-// (--fast-kernels) gives a row to a warp, and sums the parameter gradients over row groups
-// (layers/column_sums.cuh).
+// (Kernels::fast_layers) gives a row to a warp, and sums the parameter gradients over row groups
+// (layers/column_sums.cuh). The CPU runs the loops' fast twin (cpu_fast/layernorm.h, the same bits).
 // Every backward accumulates (+=) into its gradients; model_zero_grad clears them.
 #pragma once
-#include <vector>
+#include "cpu_fast/layernorm.h"    // layernorm_forward_cpu_fast, layernorm_backward_cpu_fast
 #include "layers/column_sums.cuh"  // column_scratch, column_partials_sum: kernel 2 of the parameter gradients
-#include "layers/common.cuh"  // Device, ceil_div, cudaCheck, BLOCK
+#include "layers/common.cuh"       // Device, Kernels, ceil_div, BLOCK, launch_kernel, warp_sum
 
 // LayerNorm over the last dim, eps 1e-5, per row n:
 //   mean = sum_c x_c / C,  rstd = 1 / sqrt(sum_c (x_c - mean)^2 / C + eps)
@@ -65,10 +65,9 @@ __host__ __device__ inline void layernorm_channel_backward(F* dweight, F* dbias,
     dbias[c] += db;
 }
 
-// The CPU reference: the row and channel functions, as the GPU runs them.
+// The CPU loops: the row and channel functions, as kernel 1 runs them.
 template <typename F>
-void layernorm_forward_cpu_reference(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N,
-                                     int C) {
+void layernorm_forward_cpu(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N, int C) {
     // out (N,C), mean (N), rstd (N), inp (N,C), weight (C), bias (C)
     #pragma omp parallel for if (worth_threads((size_t)N * C * 4))
     for (int n = 0; n < N; n++)
@@ -76,8 +75,8 @@ void layernorm_forward_cpu_reference(F* out, F* mean, F* rstd, const F* inp, con
 }
 
 template <typename F>
-void layernorm_backward_cpu_reference(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
-                                      const F* mean, const F* rstd, int N, int C) {
+void layernorm_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
+                            const F* mean, const F* rstd, int N, int C) {
     // dinp (N,C), dweight (C), dbias (C), dout (N,C), inp (N,C), mean/rstd (N)
     #pragma omp parallel for if (worth_threads((size_t)N * C * 4))
     for (int n = 0; n < N; n++)
@@ -85,101 +84,6 @@ void layernorm_backward_cpu_reference(F* dinp, F* dweight, F* dbias, const F* do
                                rstd[n], C);
     #pragma omp parallel for if (worth_threads((size_t)N * C * 4))
     for (int c = 0; c < C; c++) layernorm_channel_backward(dweight, dbias, dout, inp, mean, rstd, N, C, c);
-}
-
-// The CPU fast path. A row's sums (its mean, its variance, the two means of the backward) are
-// chains along c, which one row at a time leaves the vector lanes idle. Here LN_LANES rows run
-// side by side, one per lane, from a transposed copy of their block, (C, LN_LANES): each lane
-// sums its own row along c in the reference's order, so the bits are the reference's
-// (tests/test_fast_paths.cu). The parameter gradients sum over rows in order with the lanes
-// across channels.
-constexpr int LN_LANES = 16;
-
-// rows n0 .. n0+LN_LANES of x (N,C) into block (C, LN_LANES), rows past N as 0
-template <typename F>
-void transpose_rows(F* block, const F* x, int N, int C, int n0) {
-    for (int c = 0; c < C; c++)
-        for (int l = 0; l < LN_LANES; l++)
-            block[(size_t)c * LN_LANES + l] = n0 + l < N ? x[(size_t)(n0 + l) * C + c] : F(0);
-}
-
-template <typename F>
-void layernorm_forward_cpu(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N, int C) {
-    // shapes as in layernorm_forward_cpu_reference
-    #pragma omp parallel if (worth_threads((size_t)N * C * 4))
-    {
-        std::vector<F> x_t((size_t)C * LN_LANES);  // this thread's block of rows, transposed
-        #pragma omp for
-        for (int n0 = 0; n0 < N; n0 += LN_LANES) {
-            transpose_rows(x_t.data(), inp, N, C, n0);
-            F m[LN_LANES] = {}, v[LN_LANES] = {};
-            for (int c = 0; c < C; c++)
-                for (int l = 0; l < LN_LANES; l++) m[l] += x_t[(size_t)c * LN_LANES + l];
-            for (int l = 0; l < LN_LANES; l++) m[l] /= C;
-            for (int c = 0; c < C; c++)
-                for (int l = 0; l < LN_LANES; l++) {
-                    F d = x_t[(size_t)c * LN_LANES + l] - m[l];
-                    v[l] += d * d;
-                }
-            for (int l = 0; l < LN_LANES && n0 + l < N; l++) {
-                const int n = n0 + l;
-                const F s = F(1) / F(sqrt(v[l] / C + F(LN_EPS)));
-                const F* x = inp + (size_t)n * C;
-                for (int c = 0; c < C; c++) out[(size_t)n * C + c] = (x[c] - m[l]) * s * weight[c] + bias[c];
-                mean[n] = m[l];
-                rstd[n] = s;
-            }
-        }
-    }
-}
-
-template <typename F>
-void layernorm_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
-                            const F* mean, const F* rstd, int N, int C) {
-    // shapes as in layernorm_backward_cpu_reference
-    #pragma omp parallel if (worth_threads((size_t)N * C * 4))
-    {
-        std::vector<F> x_t((size_t)C * LN_LANES), g_t((size_t)C * LN_LANES);  // this thread's blocks
-        #pragma omp for
-        for (int n0 = 0; n0 < N; n0 += LN_LANES) {
-            transpose_rows(x_t.data(), inp, N, C, n0);
-            transpose_rows(g_t.data(), dout, N, C, n0);
-            F m[LN_LANES], s[LN_LANES], g_mean[LN_LANES] = {}, gx_mean[LN_LANES] = {};
-            for (int l = 0; l < LN_LANES; l++) {
-                m[l] = n0 + l < N ? mean[n0 + l] : F(0);
-                s[l] = n0 + l < N ? rstd[n0 + l] : F(0);
-            }
-            for (int c = 0; c < C; c++)
-                for (int l = 0; l < LN_LANES; l++) {
-                    const size_t e = (size_t)c * LN_LANES + l;
-                    F xhat = (x_t[e] - m[l]) * s[l];
-                    g_mean[l] += g_t[e] * weight[c];
-                    gx_mean[l] += g_t[e] * weight[c] * xhat;
-                }
-            for (int l = 0; l < LN_LANES && n0 + l < N; l++) {
-                const int n = n0 + l;
-                const F gm = g_mean[l] / C, gxm = gx_mean[l] / C;
-                const F* x = inp + (size_t)n * C;
-                const F* g = dout + (size_t)n * C;
-                for (int c = 0; c < C; c++) {
-                    F xhat = (x[c] - m[l]) * s[l];
-                    dinp[(size_t)n * C + c] += s[l] * (g[c] * weight[c] - gm - xhat * gxm);
-                }
-            }
-        }
-    }
-    std::vector<F> dw(C, F(0)), db(C, F(0));  // each channel's sums over n, in order, added once
-    for (int n = 0; n < N; n++)
-        for (int c = 0; c < C; c++) {
-            const F g = dout[(size_t)n * C + c];
-            F xhat = (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
-            db[c] += g;
-            dw[c] += g * xhat;
-        }
-    for (int c = 0; c < C; c++) {
-        dweight[c] += dw[c];
-        dbias[c] += db[c];
-    }
 }
 
 __global__ void layernorm_forward_kernel1(float* out, float* mean, float* rstd, const float* inp,
@@ -204,7 +108,7 @@ __global__ void layernorm_backward_params_kernel1(float* dweight, float* dbias, 
     if (c < C) layernorm_channel_backward(dweight, dbias, dout, inp, mean, rstd, N, C, c);
 }
 
-// kernel 2 (--fast-kernels): a warp per row. Kernel 1's lone thread walks the C channels of its
+// kernel 2 (Kernels::fast_layers): a warp per row. Kernel 1's lone thread walks the C channels of its
 // row three times; here 32 lanes share each walk (lane l: channels l, l+32, ...), and warp
 // reductions (layers/common.cuh) combine their sums: the row's mean and variance forward, the
 // two means of the backward. A lane reads back only the channels it wrote, so no barrier is
@@ -257,7 +161,7 @@ __global__ void layernorm_backward_dinp_kernel2(float* dinp, const float* dout, 
     }
 }
 
-// kernel 2 (--fast-kernels), stage 1 of layers/column_sums.cuh: thread (group g, channel c) sums
+// kernel 2 (Kernels::fast_layers), stage 1 of layers/column_sums.cuh: thread (group g, channel c) sums
 // the group's rows of dout·xhat and of dout into partials_w[g, c] and partials_b[g, c]
 __global__ void layernorm_backward_params_partials_kernel2(float* partials_w, float* partials_b, const float* dout,
                                                            const float* inp, const float* mean, const float* rstd,
@@ -276,9 +180,9 @@ __global__ void layernorm_backward_params_partials_kernel2(float* partials_w, fl
     partials_b[idx] = db;
 }
 
-inline void layernorm_backward_params_gpu(float* dweight, float* dbias, const float* dout, const float* inp,
-                                          const float* mean, const float* rstd, int N, int C) {
-    if (!fast_kernels())
+inline void layernorm_backward_params_gpu(const Kernels& kernels, float* dweight, float* dbias, const float* dout,
+                                          const float* inp, const float* mean, const float* rstd, int N, int C) {
+    if (!kernels.fast_layers)
         return launch_kernel<layernorm_backward_params_kernel1>(ceil_div(C, 64), 64, 0, dweight, dbias, dout, inp,
                                                                 mean, rstd, N, C);
     const int groups = column_groups(N);
@@ -290,12 +194,12 @@ inline void layernorm_backward_params_gpu(float* dweight, float* dbias, const fl
     column_partials_sum(dbias, partials_b, groups, C);
 }
 
-inline void layernorm_forward(Device dev, float* out, float* mean, float* rstd, const float* inp,
-                              const float* weight, const float* bias, int N, int C) {
+inline void layernorm_forward(Device dev, const Kernels& kernels, float* out, float* mean, float* rstd,
+                              const float* inp, const float* weight, const float* bias, int N, int C) {
     if (dev == DEVICE_CPU)
-        return CPU_REFERENCE ? layernorm_forward_cpu_reference(out, mean, rstd, inp, weight, bias, N, C)
-                             : layernorm_forward_cpu(out, mean, rstd, inp, weight, bias, N, C);
-    if (fast_kernels())
+        return CPU_REFERENCE ? layernorm_forward_cpu(out, mean, rstd, inp, weight, bias, N, C)
+                             : layernorm_forward_cpu_fast(out, mean, rstd, inp, weight, bias, N, C, LN_EPS);
+    if (kernels.fast_layers)
         launch_kernel<layernorm_forward_kernel2>(ceil_div(N, LN_WARPS_PER_BLOCK), LN_WARPS_PER_BLOCK * WARP, 0, out,
                                                  mean, rstd, inp, weight, bias, N, C);
     else
@@ -303,18 +207,17 @@ inline void layernorm_forward(Device dev, float* out, float* mean, float* rstd, 
                                                  C);
 }
 
-inline void layernorm_backward(Device dev, float* dinp, float* dweight, float* dbias, const float* dout,
-                               const float* inp, const float* weight, const float* mean, const float* rstd,
-                               int N, int C) {
+inline void layernorm_backward(Device dev, const Kernels& kernels, float* dinp, float* dweight, float* dbias,
+                               const float* dout, const float* inp, const float* weight, const float* mean,
+                               const float* rstd, int N, int C) {
     if (dev == DEVICE_CPU)
-        return CPU_REFERENCE
-                   ? layernorm_backward_cpu_reference(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C)
-                   : layernorm_backward_cpu(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
-    if (fast_kernels())
+        return CPU_REFERENCE ? layernorm_backward_cpu(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C)
+                             : layernorm_backward_cpu_fast(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    if (kernels.fast_layers)
         launch_kernel<layernorm_backward_dinp_kernel2>(ceil_div(N, LN_WARPS_PER_BLOCK), LN_WARPS_PER_BLOCK * WARP, 0,
                                                        dinp, dout, inp, weight, mean, rstd, N, C);
     else
         launch_kernel<layernorm_backward_dinp_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, dinp, dout, inp, weight, mean,
                                                        rstd, N, C);
-    layernorm_backward_params_gpu(dweight, dbias, dout, inp, mean, rstd, N, C);
+    layernorm_backward_params_gpu(kernels, dweight, dbias, dout, inp, mean, rstd, N, C);
 }

@@ -165,7 +165,7 @@ __global__ void crossentropy_forward_kernel1(float* losses, float* probs, const 
     losses[n] = w == 0.0f ? 0.0f : nll * w;
 }
 
-// kernel 2 (--fast-kernels): a warp per row. kernel1's lone thread walks the V logits three times
+// kernel 2 (Kernels::fast_layers): a warp per row. kernel1's lone thread walks the V logits three times
 // (max, exponentials and sum, normalising): for a language model's V in the thousands that is
 // tens of thousands of steps in one thread. Here 32 lanes share each walk, and warp reductions
 // combine their max and sums (in another order than kernel1's left-to-right sum: the bits differ
@@ -208,12 +208,12 @@ __global__ void crossentropy_backward_kernel1(float* dlogits, const float* probs
     dlogits[idx] += (probs[idx] - (v == (int)targets[n] ? q_target : q_off)) * scale;
 }
 
-inline void crossentropy_forward(Device dev, float* losses, float* probs, const float* logits,
+inline void crossentropy_forward(Device dev, const Kernels& kernels, float* losses, float* probs, const float* logits,
                                  const float* targets, const float* row_weight, int N, int V,
                                  float smoothing = 0.0f) {
     if (dev == DEVICE_CPU)
         return crossentropy_forward_cpu(losses, probs, logits, targets, row_weight, N, V, smoothing);
-    if (fast_kernels())
+    if (kernels.fast_layers)
         launch_kernel<crossentropy_forward_kernel2>(ceil_div(N, 4), 4 * WARP, 0, losses, probs, logits, targets,
                                                     row_weight, N, V, smoothing);
     else

@@ -4,22 +4,21 @@
 //   dinp[n,c]   += sum_o dout[n,o] * weight[o,c]                dinp += dout W
 //   dweight[o,c] += sum_n dout[n,o] * inp[n,c]                  dW   += dout^T inp
 //   dbias[o]    += sum_n dout[n,o]
-// CPU: the plain loops below are the reference, and the definition of the summation order:
-// each output is its own chain along the summed index, in order, starting from the bias (0
-// without one) or from the gradient already there. The layers run the same products through
-// gemm_accumulate (layers/gemm_cpu.h), which keeps that order and so gives the same bits, fast;
-// the tests hold the two to exact equality. GPU: cuBLAS, with the row-major reasoning written
-// out once below, and a small kernel for the bias gradient.
+// CPU: the plain loops below define the summation order: each output is its own chain along the
+// summed index, in order, starting from the bias (0 without one) or from the gradient already
+// there. The program runs the same products through gemm_accumulate (cpu_fast/matmul.h), which
+// keeps that order and so gives the same bits, fast; the tests hold the two to exact equality.
+// GPU: cuBLAS, with the row-major reasoning written out once below, and a small kernel for the
+// bias gradient.
 // bias may be nullptr (no bias), and so may dbias; dinp may be nullptr where the input needs no
 // gradient (the patch embedding's input is the image).
 #pragma once
-#include <vector>
+#include "cpu_fast/matmul.h"       // matmul_forward_cpu_fast, matmul_backward_cpu_fast
 #include "layers/column_sums.cuh"  // column_scratch, column_partials_sum: kernel 2 of the bias gradient
-#include "layers/common.cuh"  // Device, ceil_div, BLOCK, cudaCheck, cublasCheck, cublas_handle
-#include "layers/gemm_cpu.h"  // gemm_accumulate, StridedMatrix
+#include "layers/common.cuh"       // Device, Kernels, ceil_div, BLOCK, cublasCheck, cublas_handle
 
 template <typename F>
-void matmul_forward_cpu_reference(F* out, const F* inp, const F* weight, const F* bias, int N, int C, int OC) {
+void matmul_forward_cpu(F* out, const F* inp, const F* weight, const F* bias, int N, int C, int OC) {
     // out (N,OC), inp (N,C), weight (OC,C), bias (OC)
     #pragma omp parallel for if (worth_threads((size_t)N * C * OC))
     for (int n = 0; n < N; n++) {
@@ -34,8 +33,8 @@ void matmul_forward_cpu_reference(F* out, const F* inp, const F* weight, const F
 }
 
 template <typename F>
-void matmul_backward_cpu_reference(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
-                                   int N, int C, int OC) {
+void matmul_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight, int N, int C,
+                         int OC) {
     // dinp (N,C), dweight (OC,C), dbias (OC), dout (N,OC), inp (N,C), weight (OC,C)
     if (dinp) {
         #pragma omp parallel for if (worth_threads((size_t)N * C * OC))
@@ -61,30 +60,6 @@ void matmul_backward_cpu_reference(F* dinp, F* dweight, F* dbias, const F* dout,
         }
         if (dbias) dbias[o] += db;
     }
-}
-
-// The fast path: the same three products through gemm_accumulate, each operand read as the
-// matrix the product needs (StridedMatrix: element (r,c) at r·row_stride + c·col_stride):
-//   out  (N,OC)  = bias + inp (N,C) · W^T (C,OC)     W^T (c,o) = weight[o·C + c]
-//   dinp (N,C)  += dout (N,OC) · W (OC,C)
-//   dW   (OC,C) += dout^T (OC,N) · inp (N,C)         dout^T (o,n) = dout[n·OC + o]
-template <typename F>
-void matmul_forward_cpu(F* out, const F* inp, const F* weight, const F* bias, int N, int C, int OC) {
-    for (size_t n = 0; n < (size_t)N; n++)
-        for (int o = 0; o < OC; o++) out[n * OC + o] = bias ? bias[o] : F(0);
-    gemm_accumulate<F>(out, OC, {inp, (size_t)C, 1}, {weight, 1, (size_t)C}, N, OC, C);
-}
-
-template <typename F>
-void matmul_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
-                         int N, int C, int OC) {
-    if (dinp) gemm_accumulate<F>(dinp, C, {dout, (size_t)OC, 1}, {weight, (size_t)C, 1}, N, C, OC);
-    gemm_accumulate<F>(dweight, C, {dout, 1, (size_t)OC}, {inp, (size_t)C, 1}, OC, C, N);
-    if (!dbias) return;
-    std::vector<F> db(OC, F(0));  // each channel's sum over n, in order (lanes across o), added once
-    for (size_t n = 0; n < (size_t)N; n++)
-        for (int o = 0; o < OC; o++) db[o] += dout[n * OC + o];
-    for (int o = 0; o < OC; o++) dbias[o] += db[o];
 }
 
 // ---- GPU ----
@@ -121,7 +96,7 @@ __global__ void bias_backward_kernel1(float* dbias, const float* dout, int N, in
     dbias[o] += sum;
 }
 
-// kernel 2 (--fast-kernels), stage 1 of layers/column_sums.cuh: thread (group g, channel o) sums
+// kernel 2 (Kernels::fast_layers), stage 1 of layers/column_sums.cuh: thread (group g, channel o) sums
 // the group's rows of dout into partials[g, o]
 __global__ void bias_backward_partials_kernel2(float* partials, const float* dout, int N, int OC) {
     // partials (groups, OC), dout (N, OC)
@@ -133,8 +108,9 @@ __global__ void bias_backward_partials_kernel2(float* partials, const float* dou
     partials[idx] = sum;
 }
 
-inline void bias_backward_gpu(float* dbias, const float* dout, int N, int OC) {
-    if (!fast_kernels()) return launch_kernel<bias_backward_kernel1>(ceil_div(OC, 64), 64, 0, dbias, dout, N, OC);
+inline void bias_backward_gpu(const Kernels& kernels, float* dbias, const float* dout, int N, int OC) {
+    if (!kernels.fast_layers)
+        return launch_kernel<bias_backward_kernel1>(ceil_div(OC, 64), 64, 0, dbias, dout, N, OC);
     const int groups = column_groups(N);
     float* partials = column_scratch((size_t)groups * OC);
     launch_kernel<bias_backward_partials_kernel2>(ceil_div((size_t)groups * OC, BLOCK), BLOCK, 0, partials, dout, N,
@@ -142,39 +118,37 @@ inline void bias_backward_gpu(float* dbias, const float* dout, int N, int OC) {
     column_partials_sum(dbias, partials, groups, OC);
 }
 
-inline void matmul_forward_gpu(float* out, const float* inp, const float* weight, const float* bias,
-                               int N, int C, int OC) {
+inline void matmul_forward_gpu(const Kernels& kernels, float* out, const float* inp, const float* weight,
+                               const float* bias, int N, int C, int OC) {
     const float one = 1.0f, zero = 0.0f;
-    cublasCheck(cublasSgemm(cublas_handle(), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &one, weight, C, inp, C,
+    cublasCheck(cublasSgemm(cublas_handle(kernels.tf32), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &one, weight, C, inp, C,
                             &zero, out, OC));
-    if (bias) {
-        launch_kernel<add_bias_kernel1>(ceil_div((size_t)N * OC, BLOCK), BLOCK, 0, out, bias, N, OC);
-    }
+    if (bias) launch_kernel<add_bias_kernel1>(ceil_div((size_t)N * OC, BLOCK), BLOCK, 0, out, bias, N, OC);
 }
 
-inline void matmul_backward_gpu(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                                const float* weight, int N, int C, int OC) {
+inline void matmul_backward_gpu(const Kernels& kernels, float* dinp, float* dweight, float* dbias, const float* dout,
+                                const float* inp, const float* weight, int N, int C, int OC) {
     const float one = 1.0f;  // beta = 1: accumulate into the gradients
     if (dinp)
-        cublasCheck(cublasSgemm(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, &one, weight, C, dout, OC,
-                                &one, dinp, C));
-    cublasCheck(cublasSgemm(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, &one, inp, C, dout, OC,
+        cublasCheck(cublasSgemm(cublas_handle(kernels.tf32), CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, &one, weight, C, dout,
+                                OC, &one, dinp, C));
+    cublasCheck(cublasSgemm(cublas_handle(kernels.tf32), CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, &one, inp, C, dout, OC,
                             &one, dweight, C));
-    if (dbias) bias_backward_gpu(dbias, dout, N, OC);
+    if (dbias) bias_backward_gpu(kernels, dbias, dout, N, OC);
 }
 
-inline void matmul_forward(Device dev, float* out, const float* inp, const float* weight, const float* bias,
-                           int N, int C, int OC) {
+inline void matmul_forward(Device dev, const Kernels& kernels, float* out, const float* inp, const float* weight,
+                           const float* bias, int N, int C, int OC) {
     if (dev == DEVICE_CPU)
-        return CPU_REFERENCE ? matmul_forward_cpu_reference(out, inp, weight, bias, N, C, OC)
-                             : matmul_forward_cpu(out, inp, weight, bias, N, C, OC);
-    matmul_forward_gpu(out, inp, weight, bias, N, C, OC);
+        return CPU_REFERENCE ? matmul_forward_cpu(out, inp, weight, bias, N, C, OC)
+                             : matmul_forward_cpu_fast(out, inp, weight, bias, N, C, OC);
+    matmul_forward_gpu(kernels, out, inp, weight, bias, N, C, OC);
 }
 
-inline void matmul_backward(Device dev, float* dinp, float* dweight, float* dbias, const float* dout,
-                            const float* inp, const float* weight, int N, int C, int OC) {
+inline void matmul_backward(Device dev, const Kernels& kernels, float* dinp, float* dweight, float* dbias,
+                            const float* dout, const float* inp, const float* weight, int N, int C, int OC) {
     if (dev == DEVICE_CPU)
-        return CPU_REFERENCE ? matmul_backward_cpu_reference(dinp, dweight, dbias, dout, inp, weight, N, C, OC)
-                             : matmul_backward_cpu(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-    matmul_backward_gpu(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+        return CPU_REFERENCE ? matmul_backward_cpu(dinp, dweight, dbias, dout, inp, weight, N, C, OC)
+                             : matmul_backward_cpu_fast(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+    matmul_backward_gpu(kernels, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }

@@ -4,12 +4,12 @@
 // Every backward accumulates (+=) into its gradients; model_zero_grad clears them.
 #pragma once
 #include "layers/common.cuh"  // Device, ceil_div, cudaCheck, BLOCK
-#include "layers/vexp.h"    // vexp: e^x the CPU vectorises
+#include "cpu_fast/vexp.h"  // vexp: e^x the CPU vectorises
 
 // GELU, tanh form:  out = 0.5 x (1 + tanh(u)),  u = k (x + 0.044715 x^3),  k = sqrt(2/pi)
 // computed as out = x σ(2u), the same function (0.5 (1 + tanh(u)) = σ(2u)) with one exp in
 // place of a tanh, which costs several times more on a CPU, and no cancellation in 1 + tanh;
-// the exp is vexp (layers/vexp.h), so the CPU loops run as vector code.
+// the exp is vexp (cpu_fast/vexp.h), so the CPU loops run as vector code.
 // backward: dx += dout * (σ(2u) + x σ(2u) (1 - σ(2u)) 2k (1 + 3 * 0.044715 x^2))
 
 constexpr double GELU_K = 0.7978845608028654;  // sqrt(2/pi)

@@ -61,7 +61,7 @@ inline void init_default(const Config& c, float* params, Rng& rng, WeightInit st
         } else if (info.field == &ParamTensors::mask) {
             for (size_t i = 0; i < n; i++) p[i] = 0.0f;
         } else if (style == WEIGHTS_GPT2) {
-            const bool residual = info.field == &ParamTensors::attprojw || info.field == &ParamTensors::fcprojw;
+            const bool residual = info.field == &ParamTensors::projw || info.field == &ParamTensors::mlp_projw;
             const float sd = residual ? 0.02f / sqrtf(2.0f * c.L) : 0.02f;
             for (size_t i = 0; i < n; i++) p[i] = ends_with(name, ".bias") ? 0.0f : sd * rng.normal();
         } else {
@@ -257,8 +257,8 @@ inline QkFit init_qk_opt(Model& model, float* params, const AttentionInputs& E, 
         buffer_zero(dev, m, (size_t)QKV * C);
         buffer_zero(dev, v, (size_t)QKV * C);
         for (int t = 0;; t++) {
-            matmul_forward(dev, qkv, X, W, bias, NT, C, QKV);
-            attention_forward(dev, out, att, qkv, nullptr, nullptr, shape);
+            matmul_forward(dev, model.kernels, qkv, X, W, bias, NT, C, QKV);
+            attention_forward(dev, model.kernels, out, att, qkv, nullptr, nullptr, shape);
             buffer_copy(A.data(), DEVICE_CPU, att, dev, att_n);
             double kl = 0;
             const double rows = (double)N * c.NH * T;
@@ -276,8 +276,8 @@ inline QkFit init_qk_opt(Model& model, float* params, const AttentionInputs& E, 
             buffer_zero(dev, dqkv, (size_t)NT * QKV);
             buffer_zero(dev, dX, (size_t)NT * C);
             buffer_zero(dev, dW, (size_t)QKV * C);
-            attention_backward(dev, dqkv, nullptr, dscores, nullptr, qkv, att, nullptr, shape);
-            matmul_backward(dev, dX, dW, nullptr, dqkv, X, W, NT, C, QKV);
+            attention_backward(dev, model.kernels, dqkv, nullptr, dscores, nullptr, qkv, att, nullptr, shape);
+            matmul_backward(dev, model.kernels, dX, dW, nullptr, dqkv, X, W, NT, C, QKV);
             adamw_update(dev, W, m, v, dW, (size_t)QKV * C, adam, 0.0f, t + 1);  // v rows: zero gradient, unmoved
         }
         buffer_copy(w.data(), DEVICE_CPU, W, dev, (size_t)QKV * C);
@@ -311,7 +311,7 @@ inline void set_mimetic_value_output(const Config& c, float* params, int l, int 
     low_rank_factors(vo, c.HS, Wv, WoT);
     const BlockParams block = block_params(c, param_bind(c, params), l);
     float* wv = block.qkvw + (size_t)(2 * AW + h * c.HS) * C;  // (HS,C) head h's value rows
-    float* wo = block.attprojw;                                 // (C,NH·HS)
+    float* wo = block.projw;                                 // (C,NH·HS)
     for (int d = 0; d < c.HS; d++)
         for (int i = 0; i < C; i++) {
             wv[(size_t)d * C + i] = (float)Wv(d, i);

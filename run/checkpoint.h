@@ -51,7 +51,9 @@ inline Metadata config_metadata(const Config& c) {
             {"vocab", std::to_string(c.V)},     {"out", std::to_string(c.OUT)},
             {"mask", mask},                     {"causal", c.causal ? "1" : "0"},
             {"mask_layers", c.prior_layers == PRIOR_FIRST_LAYER ? "first" : "all"},
-            {"head_type", c.head == HEAD_REGRESSION ? "regression" : c.head == HEAD_CLASS ? "class" : "next_token"},
+            {"head_type", c.readout == READOUT_REGRESSION ? "regression"
+                          : c.readout == READOUT_CLASS    ? "class"
+                                                          : "next_token"},
             {"encoding", c.encoding == ENCODING_SCALAR ? "scalar" : "token"},
             {"loss", c.loss == LOSS_LOGISTIC ? "logistic" : "mse"},
             {"image", image_text(c)},           {"patch", std::to_string(c.patch)},
@@ -83,8 +85,9 @@ inline Config config_from_metadata(const Metadata& meta, const std::string& path
     c.mask_heads = text("mask") == "layer" ? 1 : text("mask") == "head" ? c.NH : 0;
     c.prior_layers = text("mask_layers") == "first" ? PRIOR_FIRST_LAYER : PRIOR_ALL_LAYERS;
     c.causal = text("causal") == "1";
-    c.head = text("head_type") == "next_token" ? HEAD_NEXT_TOKEN : text("head_type") == "class" ? HEAD_CLASS
-                                                                                                : HEAD_REGRESSION;
+    c.readout = text("head_type") == "next_token" ? READOUT_NEXT_TOKEN
+                : text("head_type") == "class"    ? READOUT_CLASS
+                                                  : READOUT_REGRESSION;
     if (text("encoding") == "scalar" || (text("image") != "" && text("image") != "none"))
         fail("%s: not a token model with token encoding", path.c_str());
     return c;
@@ -166,7 +169,7 @@ inline void dump_state(const std::string& path, const Config& c, const std::vect
     std::vector<float> inputs(batch.tokens.begin(), batch.tokens.end());  // token ids as float32
     if (c.image_input()) file.add("batch.inputs", {batch.rows, c.channels, c.height, c.width}, batch.pixels.data());
     else file.add("batch.inputs", {batch.rows, c.T}, inputs.data());
-    if (c.head == HEAD_NEXT_TOKEN) file.add("batch.targets", {batch.rows, c.T}, batch.targets.data());
+    if (c.readout == READOUT_NEXT_TOKEN) file.add("batch.targets", {batch.rows, c.T}, batch.targets.data());
     else file.add("batch.targets", {batch.rows}, batch.targets.data());
     if (!batch.loss_mask.empty()) file.add("batch.loss_mask", {batch.rows, c.T}, batch.loss_mask.data());
     file.add("loss", {1}, &batch.loss);

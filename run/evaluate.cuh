@@ -97,7 +97,7 @@ struct TrainAccuracy {
     std::vector<float> logits;  // (B, classes)
     void add(const Model& model, const Batch& batch) {
         const Config& c = model.cfg;
-        if (c.head != HEAD_CLASS) return;
+        if (c.readout != READOUT_CLASS) return;
         logits.resize((size_t)batch.rows * c.OUT);
         buffer_copy(logits.data(), DEVICE_CPU, model_activations(model, batch.rows).logits, model.dev, logits.size());
         for (int b = 0; b < batch.rows; b++, seen++)

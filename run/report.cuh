@@ -158,13 +158,13 @@ struct Progress {
 
 // metrics.json's content: `about` (what was run and how) followed by the final evaluation.
 inline nlohmann::ordered_json metrics_json(nlohmann::ordered_json about, const Evaluation& ev, Device dev,
-                                           const std::string& command) {
+                                           const Kernels& kernels, const std::string& command) {
     about["command"] = command;
     about["git_commit"] = MASKPRIOR_GIT_COMMIT;
     about["device"] = device_name(dev);
     if (dev == DEVICE_GPU) {
-        about["attention_kernel"] = attention_kernel_version();
-        about["fast_kernels"] = fast_kernels();
+        about["attention_kernel"] = kernels.attention;
+        about["fast_kernels"] = kernels.fast_layers;
     }
     about["cpu_vector_bits"] = cpu_vector_bits();
     about["threads"] = cpu_threads();

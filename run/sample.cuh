@@ -17,6 +17,7 @@
 #include "run/checkpoint.h"    // checkpoint_load, config_from_metadata
 #include "run/options.h"       // Options
 #include "run/safetensors.h"   // safetensors_read
+#include "run/setup.cuh"       // choose_kernels
 #include "tasks/task.h"        // splitmix64, example_draw, top_class
 #include "tasks/token_file.h"  // Vocabulary, read_vocabulary
 
@@ -52,7 +53,7 @@ inline int generate(const Options& opt, Device dev) {
     if (meta["head_type"] != "next_token" || meta.count("data_dir") == 0)
         fail("%s is not a language model's checkpoint (--task lm)", opt.generate.c_str());
     const Config cfg = config_from_metadata(meta, opt.generate);
-    attention_kernel_check(cfg.HS);
+    const Kernels kernels = choose_kernels(opt, cfg.HS);
     const std::string dir = opt.data_dir.empty() ? meta["data_dir"] : opt.data_dir;
     const Vocabulary vocabulary = read_vocabulary(dir + "/tokenizer.bin");
     if (vocabulary.size() != cfg.V)
@@ -61,6 +62,7 @@ inline int generate(const Options& opt, Device dev) {
     Model model;
     ModelOwner owner{model};  // frees the buffers however generate() ends
     model_build(model, cfg, dev, 1);
+    model.kernels = kernels;
     model_upload(model, model.params_mem, checkpoint_load(opt.generate, cfg, &meta).params);
     // an empty prompt starts a new line, where the texts' documents start (token 0 in a vocabulary
     // without a newline)

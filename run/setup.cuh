@@ -65,14 +65,26 @@ inline std::unique_ptr<Task> make_task(const Options& opt) {
 inline Device pick_device(const Options& opt) {
     int gpus = gpu_count();
     if (opt.device == "cuda" && gpus == 0) fail("--device cuda, but no CUDA GPU is available");
-    Device dev = (opt.device == "cuda" || (opt.device == "auto" && gpus > 0)) ? DEVICE_GPU : DEVICE_CPU;
-    if (dev == DEVICE_GPU) set_tf32(opt.tf32);
-    fast_kernels() = opt.fast_kernels;  // the CPU computes the same either way
-    if (opt.attention_kernel) {
-        attention_kernel_version() = opt.attention_kernel;
-        attention_kernel_check(1);  // the version exists (the heads are checked with the model's config)
-    }
-    return dev;
+    return (opt.device == "cuda" || (opt.device == "auto" && gpus > 0)) ? DEVICE_GPU : DEVICE_CPU;
+}
+
+// How the GPU computes (--attention-kernel, --fast-kernels, --tf32), for heads of HS dims; a
+// version that cannot run them is refused with one line.
+inline Kernels choose_kernels(const Options& opt, int HS) {
+    Kernels kernels;
+    if (opt.attention_kernel) kernels.attention = opt.attention_kernel;
+    const std::string refusal = attention_kernel_refusal(kernels.attention, HS);
+    if (!refusal.empty()) fail("--attention-kernel: %s", refusal.c_str());
+    kernels.fast_layers = opt.fast_kernels;
+    kernels.tf32 = opt.tf32;
+    return kernels;
+}
+
+// The first line of a run: where it trains, and on a GPU with which kernels
+inline std::string device_line(Device dev, const Kernels& kernels) {
+    if (dev == DEVICE_CPU) return "CPU (no GPU in use): " + device_name(dev);
+    return "GPU: " + device_name(dev) + ", attention kernel " + std::to_string(kernels.attention) +
+           (kernels.fast_layers ? ", fast kernels" : "") + (kernels.tf32 ? ", TF32" : "");
 }
 
 // The model's config from the flags and the task, refusing what cannot be built or trained.
@@ -86,7 +98,7 @@ inline Config model_config(const Options& opt, const Task& task) {
     cfg.HS = opt.head_size;
     cfg.MLP = opt.mlp;
     cfg.OUT = task.outputs;
-    cfg.head = task.next_token ? HEAD_NEXT_TOKEN : task.outputs == 1 ? HEAD_REGRESSION : HEAD_CLASS;
+    cfg.readout = task.next_token ? READOUT_NEXT_TOKEN : task.outputs == 1 ? READOUT_REGRESSION : READOUT_CLASS;
     cfg.mask_heads = opt.init == "mask" ? (opt.mask_per_head ? cfg.NH : 1) : 0;
     cfg.prior_layers = opt.prior_layers == "first" ? PRIOR_FIRST_LAYER : PRIOR_ALL_LAYERS;
     cfg.causal = opt.causal || task.next_token;  // a language model sees only the past
@@ -100,7 +112,7 @@ inline Config model_config(const Options& opt, const Task& task) {
     } else if (opt.pool != "cls") {
         fail("--pool is for the image tasks");
     }
-    if (opt.label_smoothing > 0 && cfg.head == HEAD_REGRESSION)
+    if (opt.label_smoothing > 0 && cfg.readout == READOUT_REGRESSION)
         fail("--label-smoothing needs a classification or next-token head; task %s is a regression", opt.task.c_str());
     if (opt.encoding == "scalar") {
         cfg.encoding = ENCODING_SCALAR;
@@ -110,7 +122,7 @@ inline Config model_config(const Options& opt, const Task& task) {
     }
     if (opt.loss == "logistic") {
         cfg.loss = LOSS_LOGISTIC;
-        if (cfg.head != HEAD_REGRESSION)
+        if (cfg.readout != READOUT_REGRESSION)
             fail("--loss logistic needs a regression head; task %s has %d classes", opt.task.c_str(), cfg.OUT);
         std::vector<int> tokens(task.seq_len);
         float y;  // one target: the head is a regression head
@@ -120,10 +132,9 @@ inline Config model_config(const Options& opt, const Task& task) {
                 fail("--loss logistic needs ±1 targets; task %s has the target %g", opt.task.c_str(), y);
         }
     }
-    attention_kernel_check(cfg.HS);
     // The kernels index the body's activations with int row counts; keep the largest, B·T times
     // its widest row, below 2^31 floats. The logits (B·T·V for a language model) are indexed in
-    // 64 bits everywhere and may pass 2^31 (tests/test_large.cu proves it on a GPU).
+    // 64 bits everywhere and may pass 2^31 (tests/test_gpu_language.cu's "past 2^31" case proves it on a GPU).
     const long long widest = std::max({cfg.C, cfg.qkv_width(), cfg.MLP, cfg.NH * cfg.T});
     const long long largest = (long long)opt.batch * cfg.T * widest;
     if (largest >= (1LL << 31))
@@ -327,7 +338,7 @@ inline void print_startup(const Options& opt, const Task& task, const Model& mod
     row("model", fmt("C %d L %d NH %d HS %d MLP %d T %d%s", cfg.C, cfg.L, cfg.NH, cfg.HS, cfg.MLP, cfg.T,
                      cfg.causal ? " causal" : ""));
     row("parameters", fmt("%zu", model.num_params));
-    const std::string loss_name = cfg.head == HEAD_REGRESSION ? opt.loss : "cross-entropy";
+    const std::string loss_name = cfg.readout == READOUT_REGRESSION ? opt.loss : "cross-entropy";
     row("encoding, loss", fmt("%s, %s", opt.encoding.c_str(), loss_name.c_str()));
     row("optimizer", fmt("%s lr %g wd %g mask wd %g", opt.optimizer == "adamw" ? "AdamW" : "Adam+L2", opt.lr,
                          opt.wd, opt.mask_wd));

@@ -4,11 +4,12 @@
 # the test that must now fail:
 #   off-by-one      gelu_forward_kernel1 bounds its index by i <= n: writes one past out
 #   no-barrier      attention kernel 3 reads its key tile before every thread has copied its
-#                   part into shared memory (the __syncthreads after the copy is gone)
+#                   part into shared memory (the __syncthreads after the v tile's copy is gone)
 #   host-pointer    model_forward hands the kernels the host's token ids, not model.tokens
 #   transposed      the forward matmul passes the weight to cuBLAS untransposed
-# Exit 0 when every bug made its test fail; 1 when one went unseen, or when a plant no longer
-# changes its file (the code it targets has moved: update the plant).
+# Each plant finds its site by the code it changes, never by a comment. Exit 0 when every bug
+# made its test fail; 1 when one went unseen, or when a plant no longer changes its file (the
+# code it targets has moved: update the plant).
 set -u
 cd "$(dirname "$0")/.."
 work=$(mktemp -d "${TMPDIR:-/tmp}/maskprior-planted-XXXXXX")
@@ -47,8 +48,8 @@ plant() {
 plant off-by-one layers/pointwise.cuh \
     's/    if (i < n) out\[i\] = gelu_value(inp\[i\]);/    if (i <= n) out[i] = gelu_value(inp[i]);/' \
     "GPU embedding* layernorm* gelu*"
-plant no-barrier attention_flash.cuh \
-    '/        __syncthreads();  \/\/ the tile is in shared memory/d' \
+plant no-barrier attention/flash.cuh \
+    '/stage_tile(v_tile, HS, head_vector(qkv, s, 2, b, key0, h),/{n;/^ *__syncthreads();/d}' \
     "GPU attention matches the CPU at every kernel version*"
 plant host-pointer model.cuh \
     's/embedding_forward(dev, a.encoded, model.tokens,/embedding_forward(dev, a.encoded, input.tokens,/' \

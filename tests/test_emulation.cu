@@ -169,7 +169,7 @@ TEST_CASE("emulation: cuBLAS's column-major products, checked against row-major 
             std::vector<float> C = random_vector<float>((size_t)ldc * n, rng);
             GpuBuffer g_A(A), g_B(B), g_C(C);
             const float alpha = 0.5f, beta = -2.0f;
-            cublasCheck(cublasSgemm(cublas_handle(), ta, tb, m, n, k, &alpha, g_A.ptr, lda, g_B.ptr, ldb, &beta,
+            cublasCheck(cublasSgemm(cublas_handle(false), ta, tb, m, n, k, &alpha, g_A.ptr, lda, g_B.ptr, ldb, &beta,
                                     g_C.ptr, ldc));
             std::vector<float> want = C, got = g_C.get();
             for (int i = 0; i < m; i++)
@@ -188,9 +188,9 @@ TEST_CASE("emulation: cuBLAS's column-major products, checked against row-major 
     std::vector<float> small(16, 1.0f);
     GpuBuffer g_small(small);
     const float one = 1.0f, zero = 0.0f;
-    CHECK(cublasSgemm(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, g_small.ptr, 3, g_small.ptr, 4, &zero,
+    CHECK(cublasSgemm(cublas_handle(false), CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, g_small.ptr, 3, g_small.ptr, 4, &zero,
                       g_small.ptr, 4) == CUBLAS_STATUS_INVALID_VALUE);
-    CHECK(cublasSgemm(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, small.data(), 4, g_small.ptr, 4,
+    CHECK(cublasSgemm(cublas_handle(false), CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, small.data(), 4, g_small.ptr, 4,
                       &zero, g_small.ptr, 4) == CUBLAS_STATUS_EXECUTION_FAILED);
 }
 
@@ -266,7 +266,7 @@ TEST_CASE("planted bug: a transposed cuBLAS operand gives a wrong matmul") {
     matmul_forward_cpu(want.data(), inp.data(), weight.data(), (const float*)nullptr, N, C, OC);
     GpuBuffer g_inp(inp), g_weight(weight), g_out(got);
     const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t status = cublasSgemm(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, OC, N, C, &one, g_weight.ptr, C,
+    cublasStatus_t status = cublasSgemm(cublas_handle(false), CUBLAS_OP_N, CUBLAS_OP_N, OC, N, C, &one, g_weight.ptr, C,
                                         g_inp.ptr, C, &zero, g_out.ptr, OC);
     got = g_out.get();
     bool matches = status == CUBLAS_STATUS_SUCCESS;

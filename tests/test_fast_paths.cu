@@ -6,6 +6,7 @@
 #include <cstring>
 #include "test_util.h"
 #include "attention.cuh"
+#include "cpu_fast/attention.h"
 #include "layers/layernorm.cuh"
 #include "layers/matmul.cuh"
 
@@ -60,14 +61,14 @@ static void check_matmul_fast_path() {
             auto dbias0 = random_vector<F>(s.OC, rng);
             const F* b = with_bias ? bias.data() : nullptr;
             std::vector<F> out_ref((size_t)s.N * s.OC), dinp_ref = dinp0, dweight_ref = dweight0, dbias_ref = dbias0;
-            matmul_forward_cpu_reference(out_ref.data(), inp.data(), weight.data(), b, s.N, s.C, s.OC);
-            matmul_backward_cpu_reference(dinp_ref.data(), dweight_ref.data(), with_bias ? dbias_ref.data() : nullptr,
-                                          dout.data(), inp.data(), weight.data(), s.N, s.C, s.OC);
+            matmul_forward_cpu(out_ref.data(), inp.data(), weight.data(), b, s.N, s.C, s.OC);
+            matmul_backward_cpu(dinp_ref.data(), dweight_ref.data(), with_bias ? dbias_ref.data() : nullptr, dout.data(),
+                                inp.data(), weight.data(), s.N, s.C, s.OC);
             at_thread_counts([&] {
                 std::vector<F> out(out_ref.size()), dinp = dinp0, dweight = dweight0, dbias = dbias0;
-                matmul_forward_cpu(out.data(), inp.data(), weight.data(), b, s.N, s.C, s.OC);
-                matmul_backward_cpu(dinp.data(), dweight.data(), with_bias ? dbias.data() : nullptr, dout.data(),
-                                    inp.data(), weight.data(), s.N, s.C, s.OC);
+                matmul_forward_cpu_fast(out.data(), inp.data(), weight.data(), b, s.N, s.C, s.OC);
+                matmul_backward_cpu_fast(dinp.data(), dweight.data(), with_bias ? dbias.data() : nullptr, dout.data(),
+                                         inp.data(), weight.data(), s.N, s.C, s.OC);
                 expect_same_bits("out", out, out_ref);
                 expect_same_bits("dinp", dinp, dinp_ref);
                 expect_same_bits("dweight", dweight, dweight_ref);
@@ -101,14 +102,14 @@ TEST_CASE("fast CPU attention: the reference loops' bits, forward and backward")
             const float* dy = with_dout ? dout.data() : nullptr;
             std::vector<float> out_ref(rows * s.NH * s.HS), att_ref(att_n), term(mask.size());
             std::vector<float> dqkv_ref = dqkv0, dmask_ref = dmask0, dscores_ref = given_dscores;
-            attention_forward_cpu_reference(out_ref.data(), att_ref.data(), qkv.data(), m, term.data(), s);
-            attention_backward_cpu_reference(dqkv_ref.data(), dmask_ref.data(), dscores_ref.data(), dy, qkv.data(),
-                                             att_ref.data(), m, s);
+            attention_forward_cpu(out_ref.data(), att_ref.data(), qkv.data(), m, term.data(), s);
+            attention_backward_cpu(dqkv_ref.data(), dmask_ref.data(), dscores_ref.data(), dy, qkv.data(), att_ref.data(),
+                                   m, s);
             at_thread_counts([&] {
                 std::vector<float> out(out_ref.size()), att(att_n), dqkv = dqkv0, dmask = dmask0;
                 std::vector<float> dscores = given_dscores;
-                attention_forward_cpu(out.data(), att.data(), qkv.data(), m, term.data(), s);
-                attention_backward_cpu(dqkv.data(), dmask.data(), dscores.data(), dy, qkv.data(), att.data(), m, s);
+                attention_forward_cpu_fast(out.data(), att.data(), qkv.data(), m, term.data(), s);
+                attention_backward_cpu_fast(dqkv.data(), dmask.data(), dscores.data(), dy, qkv.data(), att.data(), m, s);
                 expect_same_bits("out", out, out_ref);
                 expect_same_bits("att", att, att_ref);
                 expect_same_bits("dscores", dscores, dscores_ref);
@@ -131,16 +132,16 @@ TEST_CASE("fast CPU layernorm: the reference loops' bits, forward and backward")
         auto dbias0 = random_vector<float>(s.C, rng);
         std::vector<float> out_ref(inp.size()), mean_ref(s.N), rstd_ref(s.N);
         std::vector<float> dinp_ref = dinp0, dweight_ref = dweight0, dbias_ref = dbias0;
-        layernorm_forward_cpu_reference(out_ref.data(), mean_ref.data(), rstd_ref.data(), inp.data(), weight.data(),
-                                        bias.data(), s.N, s.C);
-        layernorm_backward_cpu_reference(dinp_ref.data(), dweight_ref.data(), dbias_ref.data(), dout.data(), inp.data(),
-                                         weight.data(), mean_ref.data(), rstd_ref.data(), s.N, s.C);
+        layernorm_forward_cpu(out_ref.data(), mean_ref.data(), rstd_ref.data(), inp.data(), weight.data(), bias.data(),
+                              s.N, s.C);
+        layernorm_backward_cpu(dinp_ref.data(), dweight_ref.data(), dbias_ref.data(), dout.data(), inp.data(),
+                               weight.data(), mean_ref.data(), rstd_ref.data(), s.N, s.C);
         at_thread_counts([&] {
             std::vector<float> out(inp.size()), mean(s.N), rstd(s.N), dinp = dinp0, dweight = dweight0, dbias = dbias0;
-            layernorm_forward_cpu(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), s.N,
-                                  s.C);
-            layernorm_backward_cpu(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(),
-                                   mean.data(), rstd.data(), s.N, s.C);
+            layernorm_forward_cpu_fast(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(),
+                                       s.N, s.C, LN_EPS);
+            layernorm_backward_cpu_fast(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
+                                        weight.data(), mean.data(), rstd.data(), s.N, s.C);
             expect_same_bits("out", out, out_ref);
             expect_same_bits("mean", mean, mean_ref);
             expect_same_bits("rstd", rstd, rstd_ref);

@@ -81,12 +81,12 @@ TEST_CASE("GPU embedding, layernorm, gelu, residual and position pick match the 
         std::vector<float> mean(N), rstd(N), dx = acc, dw(s.C, 0.5f), db(s.C, -0.5f);
         GpuBuffer g_mean(mean), g_rstd(rstd), g_dx(dx), g_dw(dw), g_db(db);
         layernorm_forward_cpu(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, s.C);
-        layernorm_forward(DEVICE_GPU, g_out.ptr, g_mean.ptr, g_rstd.ptr, g_x.ptr, g_w.ptr, g_b.ptr, N, s.C);
+        layernorm_forward(DEVICE_GPU, Kernels{}, g_out.ptr, g_mean.ptr, g_rstd.ptr, g_x.ptr, g_w.ptr, g_b.ptr, N, s.C);
         expect_close("layernorm out", g_out.get(), out, REDUCTION);
         expect_close("layernorm rstd", g_rstd.get(), rstd, REDUCTION);
         layernorm_backward_cpu(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), mean.data(),
                                rstd.data(), N, s.C);
-        layernorm_backward(DEVICE_GPU, g_dx.ptr, g_dw.ptr, g_db.ptr, g_dout.ptr, g_x.ptr, g_w.ptr, g_mean.ptr,
+        layernorm_backward(DEVICE_GPU, Kernels{}, g_dx.ptr, g_dw.ptr, g_db.ptr, g_dout.ptr, g_x.ptr, g_w.ptr, g_mean.ptr,
                            g_rstd.ptr, N, s.C);
         expect_close("layernorm dinp", g_dx.get(), dx, REDUCTION);
         expect_close("layernorm dweight", g_dw.get(), dw, REDUCTION);
@@ -137,11 +137,11 @@ TEST_CASE("GPU matmul (cuBLAS) matches the CPU loops, with and without bias" * d
             std::vector<float> dW = random_vector<float>((size_t)s.OC * s.C, rng), db = random_vector<float>(s.OC, rng);
             GpuBuffer g_x(x), g_W(W), g_bias(bias), g_dout(dout), g_out(out), g_dx(dx), g_dW(dW), g_db(db);
             matmul_forward_cpu(out.data(), x.data(), W.data(), with_bias ? bias.data() : nullptr, N, s.C, s.OC);
-            matmul_forward(DEVICE_GPU, g_out.ptr, g_x.ptr, g_W.ptr, with_bias ? g_bias.ptr : nullptr, N, s.C, s.OC);
+            matmul_forward(DEVICE_GPU, Kernels{}, g_out.ptr, g_x.ptr, g_W.ptr, with_bias ? g_bias.ptr : nullptr, N, s.C, s.OC);
             expect_close("matmul out", g_out.get(), out, REDUCTION);
             matmul_backward_cpu(dx.data(), dW.data(), with_bias ? db.data() : nullptr, dout.data(), x.data(),
                                 W.data(), N, s.C, s.OC);
-            matmul_backward(DEVICE_GPU, g_dx.ptr, g_dW.ptr, with_bias ? g_db.ptr : nullptr, g_dout.ptr, g_x.ptr,
+            matmul_backward(DEVICE_GPU, Kernels{}, g_dx.ptr, g_dW.ptr, with_bias ? g_db.ptr : nullptr, g_dout.ptr, g_x.ptr,
                             g_W.ptr, N, s.C, s.OC);
             expect_close("matmul dinp", g_dx.get(), dx, REDUCTION);
             expect_close("matmul dweight", g_dW.get(), dW, REDUCTION);
@@ -169,7 +169,7 @@ TEST_CASE("GPU losses and AdamW match the CPU" * doctest::skip(NO_GPU)) {
         std::vector<float> probs((size_t)N * V), dlogits = random_vector<float>((size_t)N * V, rng);
         GpuBuffer g_logits(logits), g_classes(classes), g_weights(weights), g_probs(probs), g_dlogits(dlogits);
         crossentropy_forward_cpu(losses.data(), probs.data(), logits.data(), classes.data(), weights.data(), N, V);
-        crossentropy_forward(DEVICE_GPU, g_losses.ptr, g_probs.ptr, g_logits.ptr, g_classes.ptr, g_weights.ptr, N, V);
+        crossentropy_forward(DEVICE_GPU, Kernels{}, g_losses.ptr, g_probs.ptr, g_logits.ptr, g_classes.ptr, g_weights.ptr, N, V);
         expect_close("cross-entropy losses", g_losses.get(), losses, REDUCTION);
         expect_close("cross-entropy probs", g_probs.get(), probs, REDUCTION);
         crossentropy_backward_cpu(dlogits.data(), probs.data(), classes.data(), weights.data(), 3.0f, N, V);
@@ -193,11 +193,12 @@ TEST_CASE("GPU losses and AdamW match the CPU" * doctest::skip(NO_GPU)) {
     }
 }
 
-// Runs the test's body with each attention kernel version in turn, and restores the default.
-struct AttentionVersion {
-    explicit AttentionVersion(int v) { attention_kernel_version() = v; }
-    ~AttentionVersion() { attention_kernel_version() = ATTENTION_KERNEL_DEFAULT; }
-};
+// The default kernels with attention version v
+static Kernels attention_version(int v) {
+    Kernels kernels;
+    kernels.attention = v;
+    return kernels;
+}
 
 TEST_CASE("GPU attention matches the CPU at every kernel version, mask gradient included" * doctest::skip(NO_GPU)) {
     const AttentionShape shapes[] = {{3, 7, 3, 5, 0, false}, {3, 7, 3, 5, 1, false}, {2, 9, 2, 4, 2, true},
@@ -207,7 +208,7 @@ TEST_CASE("GPU attention matches the CPU at every kernel version, mask gradient 
         for (AttentionShape s : shapes) {
             CAPTURE(version);
             CAPTURE(s.B); CAPTURE(s.T); CAPTURE(s.NH); CAPTURE(s.HS); CAPTURE(s.mask_heads); CAPTURE(s.causal);
-            AttentionVersion chosen(version);
+            const Kernels chosen = attention_version(version);
             Rng rng(4);
             const size_t rows = (size_t)s.B * s.T, att_n = (size_t)s.B * s.NH * s.T * s.T;
             auto qkv = random_vector<float>(rows * 3 * s.NH * s.HS, rng);
@@ -222,13 +223,13 @@ TEST_CASE("GPU attention matches the CPU at every kernel version, mask gradient 
             const float* m = s.mask_heads ? mask.data() : nullptr;
             const float* gm = s.mask_heads ? g_mask.ptr : nullptr;
             attention_forward_cpu(out.data(), att.data(), qkv.data(), m, mask_term.data(), s);
-            attention_forward(DEVICE_GPU, g_out.ptr, g_att.ptr, g_qkv.ptr, gm, g_mask_term.ptr, s);
+            attention_forward(DEVICE_GPU, chosen, g_out.ptr, g_att.ptr, g_qkv.ptr, gm, g_mask_term.ptr, s);
             expect_close("attention out", g_out.get(), out, REDUCTION);
             expect_close("attention weights", g_att.get(), att, REDUCTION);
             attention_backward_cpu(dqkv.data(), dmask.data(), dscores.data(), dout.data(), qkv.data(), att.data(), m,
                                    s);
-            attention_backward(DEVICE_GPU, g_dqkv.ptr, g_dmask.ptr, g_dscores.ptr, g_dout.ptr, g_qkv.ptr, g_att.ptr,
-                               gm, s);
+            attention_backward(DEVICE_GPU, chosen, g_dqkv.ptr, g_dmask.ptr, g_dscores.ptr, g_dout.ptr, g_qkv.ptr,
+                               g_att.ptr, gm, s);
             expect_close("attention dqkv", g_dqkv.get(), dqkv, REDUCTION);
             expect_close("attention dmask", g_dmask.get(), dmask, REDUCTION);
             // dS given (dout = nullptr), as the qk-opt fit runs it: dq and dk from the CPU's dS
@@ -238,8 +239,8 @@ TEST_CASE("GPU attention matches the CPU at every kernel version, mask gradient 
             GpuBuffer g_given(given), g_ds(dscores);
             attention_backward_cpu(given.data(), (float*)nullptr, dscores.data(), (const float*)nullptr, qkv.data(),
                                    att.data(), (const float*)nullptr, no_mask);
-            attention_backward(DEVICE_GPU, g_given.ptr, nullptr, g_ds.ptr, nullptr, g_qkv.ptr, g_att.ptr, nullptr,
-                               no_mask);
+            attention_backward(DEVICE_GPU, chosen, g_given.ptr, nullptr, g_ds.ptr, nullptr, g_qkv.ptr, g_att.ptr,
+                               nullptr, no_mask);
             expect_close("attention dqkv, dS given", g_given.get(), given, REDUCTION);
         }
 }
@@ -254,13 +255,13 @@ TEST_CASE("GPU attention gives the same bits at every run, at every kernel versi
     GpuBuffer g_mask_term{std::vector<float>(s.T * s.T)};
     for (int version = 1; version <= ATTENTION_KERNEL_COUNT; version++) {
         CAPTURE(version);
-        AttentionVersion chosen(version);
+        const Kernels chosen = attention_version(version);
         std::vector<float> runs[2][2];  // [run][out, dmask ++ dqkv]
         for (auto& run : runs) {
             GpuBuffer g_dqkv{std::vector<float>(rows * 3 * s.NH * s.HS, 0.0f)}, g_dmask{std::vector<float>(s.T * s.T)};
-            attention_forward(DEVICE_GPU, g_out.ptr, g_att.ptr, g_qkv.ptr, g_mask.ptr, g_mask_term.ptr, s);
-            attention_backward(DEVICE_GPU, g_dqkv.ptr, g_dmask.ptr, g_dscores.ptr, g_dout.ptr, g_qkv.ptr, g_att.ptr,
-                               g_mask.ptr, s);
+            attention_forward(DEVICE_GPU, chosen, g_out.ptr, g_att.ptr, g_qkv.ptr, g_mask.ptr, g_mask_term.ptr, s);
+            attention_backward(DEVICE_GPU, chosen, g_dqkv.ptr, g_dmask.ptr, g_dscores.ptr, g_dout.ptr, g_qkv.ptr,
+                               g_att.ptr, g_mask.ptr, s);
             run[0] = g_out.get();
             run[1] = g_dmask.get();
             const std::vector<float> dqkv = g_dqkv.get();
@@ -313,14 +314,16 @@ static void task_batch(const Task& task, int B, std::vector<int>& tokens, std::v
         task.train_example(b * 37 % task.train_size(), 0, token_slot(&tokens[b * task.seq_len], &y[b * P]));
 }
 
-// Three AdamW steps of model config c from the weights `init` on one device, on one batch of B
-// examples (loss_mask (B,T) or nullptr): returns the last loss, and the parameters after the
-// steps in `params`. With clip > 0 the gradient is clipped to that global norm before each update.
-static float three_steps(const Config& c, Device dev, const std::vector<float>& init, ModelInput input, int B,
-                         const std::vector<float>& y, std::vector<float>& params, const float* loss_mask = nullptr,
-                         float label_smoothing = 0.0f, float clip = 0.0f) {
+// Three AdamW steps of model config c from the weights `init` on one device, with the GPU's
+// `kernels`, on one batch of B examples (loss_mask (B,T) or nullptr): returns the last loss, and the
+// parameters after the steps in `params`. With clip > 0 the gradient is clipped to that global norm
+// before each update.
+static float three_steps(const Config& c, Device dev, const Kernels& kernels, const std::vector<float>& init,
+                         ModelInput input, int B, const std::vector<float>& y, std::vector<float>& params,
+                         const float* loss_mask = nullptr, float label_smoothing = 0.0f, float clip = 0.0f) {
     Model model;
     model_build(model, c, dev, B);
+    model.kernels = kernels;
     model.label_smoothing = label_smoothing;
     buffer_copy(model.params_mem, model.dev, init.data(), DEVICE_CPU, model.num_params);
     float loss = 0;
@@ -354,16 +357,16 @@ static void expect_key_biases_within_adam_noise(const Config& c, std::vector<flo
         }
 }
 
-// One batch of a task (32 examples; the next-token head's loss mask from the task), weights
+// One batch of a task (32 examples; the next-token readout's loss mask from the task), weights
 // from the default init with the mask at c = 1.5 from the task's G, and the parameters after
-// three steps from them on each device; the last losses and parameters must agree (the key
-// biases within Adam's noise, above).
+// three steps from them on each device (the GPU with `kernels`); the last losses and parameters
+// must agree (the key biases within Adam's noise, above).
 struct BothDevices {
     std::vector<float> init, y, loss_mask, cpu, gpu;
     std::vector<int> tokens;
 };
 
-static BothDevices expect_devices_agree(const Task& task, const Config& c, uint64_t seed) {
+static BothDevices expect_devices_agree(const Task& task, const Config& c, uint64_t seed, const Kernels& kernels) {
     BothDevices run;
     run.init.resize(param_count(c));
     Rng rng(seed);
@@ -375,8 +378,8 @@ static BothDevices expect_devices_agree(const Task& task, const Config& c, uint6
         for (int b = 0; b < 32; b++) for (float w : task.loss_positions()) run.loss_mask.push_back(w);
         mask = run.loss_mask.data();
     }
-    float cpu_loss = three_steps(c, DEVICE_CPU, run.init, run.tokens.data(), 32, run.y, run.cpu, mask);
-    float gpu_loss = three_steps(c, DEVICE_GPU, run.init, run.tokens.data(), 32, run.y, run.gpu, mask);
+    float cpu_loss = three_steps(c, DEVICE_CPU, kernels, run.init, run.tokens.data(), 32, run.y, run.cpu, mask);
+    float gpu_loss = three_steps(c, DEVICE_GPU, kernels, run.init, run.tokens.data(), 32, run.y, run.gpu, mask);
     CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-4));
     std::vector<float> gpu = run.gpu, cpu = run.cpu;
     expect_key_biases_within_adam_noise(c, gpu, cpu);
@@ -392,10 +395,10 @@ TEST_CASE("a whole training step on the GPU matches the CPU; two GPU runs are bi
     c.V = 3; c.T = 16; c.C = 24; c.L = 2; c.NH = 3; c.HS = 8; c.MLP = 40; c.mask_heads = 3;
     for (int version = 1; version <= ATTENTION_KERNEL_COUNT; version++) {
         CAPTURE(version);
-        AttentionVersion chosen(version);
-        BothDevices run = expect_devices_agree(task, c, 5);
+        const Kernels chosen = attention_version(version);
+        BothDevices run = expect_devices_agree(task, c, 5, chosen);
         std::vector<float> gpu_again;
-        three_steps(c, DEVICE_GPU, run.init, run.tokens.data(), 32, run.y, gpu_again);
+        three_steps(c, DEVICE_GPU, chosen, run.init, run.tokens.data(), 32, run.y, gpu_again);
         CHECK(memcmp(run.gpu.data(), gpu_again.data(), run.gpu.size() * sizeof(float)) == 0);
     }
 }
@@ -454,7 +457,7 @@ TEST_CASE("a training step with scalar encoding and logistic loss: GPU matches t
     c.encoding = ENCODING_SCALAR;
     c.token_value = task.token_values();
     c.loss = LOSS_LOGISTIC;
-    BothDevices run = expect_devices_agree(task, c, 8);
+    BothDevices run = expect_devices_agree(task, c, 8, Kernels{});
     for (const std::vector<float>* params : {&run.cpu, &run.gpu}) {
         ParamTensors p = param_bind(c, (float*)params->data());
         for (int i = 0; i < 2 * c.C; i++) CHECK(p.wte[i] == 0.0f);  // tokens 0 and 1: the bits
@@ -469,9 +472,9 @@ TEST_CASE("a training step of the causal decoder on add3: GPU matches the CPU" *
     Config c;
     c.V = task.vocab; c.T = task.seq_len; c.C = 24; c.L = 2; c.NH = 3; c.HS = 8; c.MLP = 40; c.mask_heads = 1;
     c.OUT = task.vocab;
-    c.head = HEAD_NEXT_TOKEN;
+    c.readout = READOUT_NEXT_TOKEN;
     c.causal = true;
-    expect_devices_agree(task, c, 9);
+    expect_devices_agree(task, c, 9, Kernels{});
 }
 
 TEST_CASE("a short GPU training run on maj3 fits the seen domain" * doctest::skip(NO_GPU)) {
@@ -502,7 +505,7 @@ TEST_CASE("GPU cross-entropy with label smoothing matches the CPU" * doctest::sk
             GpuBuffer g_dlogits(dlogits);
             crossentropy_forward_cpu(losses.data(), probs.data(), logits.data(), classes.data(), weights.data(), N, V,
                                      smoothing);
-            crossentropy_forward(DEVICE_GPU, g_losses.ptr, g_probs.ptr, g_logits.ptr, g_classes.ptr, g_weights.ptr,
+            crossentropy_forward(DEVICE_GPU, Kernels{}, g_losses.ptr, g_probs.ptr, g_logits.ptr, g_classes.ptr, g_weights.ptr,
                                  N, V, smoothing);
             expect_close("cross-entropy losses", g_losses.get(), losses, REDUCTION);
             expect_close("cross-entropy probs", g_probs.get(), probs, REDUCTION);

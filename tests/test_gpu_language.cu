@@ -10,7 +10,7 @@ static const bool LARGE_TESTS = getenv("MASKPRIOR_LARGE_TESTS") && std::string(g
 
 // Three steps of a language model on both devices from the same weights (default GPT-2 init, the
 // ALiBi-shaped mask at c = 1.5); with freeze, the mask must come out of every step unchanged.
-static void expect_lm_devices_agree(bool freeze) {
+static void expect_lm_devices_agree(bool freeze, const Kernels& kernels) {
     const std::string dir = write_walk_folder(TMP_PREFIX + "gpu_lm", 1200, 4000, 400);
     LanguageSettings s;
     s.seq_len = 16;
@@ -18,7 +18,7 @@ static void expect_lm_devices_agree(bool freeze) {
     Config c;
     c.V = c.OUT = task.vocab; c.T = task.seq_len; c.C = 24; c.L = 2; c.NH = 3; c.HS = 8; c.MLP = 40;
     c.mask_heads = c.NH;
-    c.head = HEAD_NEXT_TOKEN;
+    c.readout = READOUT_NEXT_TOKEN;
     c.causal = true;
     const int B = 8;
     std::vector<float> init(param_count(c)), y, out[2];
@@ -31,6 +31,7 @@ static void expect_lm_devices_agree(bool freeze) {
     for (Device dev : {DEVICE_CPU, DEVICE_GPU}) {
         Model model;
         model_build(model, c, dev, B);
+        model.kernels = kernels;
         model.freeze_mask = freeze;
         buffer_copy(model.params_mem, dev, init.data(), DEVICE_CPU, model.num_params);
         for (int step = 0; step < 3; step++) {
@@ -57,13 +58,12 @@ TEST_CASE("a training step of a language model (V 1200, ALiBi-shaped mask): GPU 
           doctest::skip(NO_GPU)) {
     for (int version = 1; version <= ATTENTION_KERNEL_COUNT; version++) {
         CAPTURE(version);
-        AttentionVersion chosen(version);
-        expect_lm_devices_agree(false);
+        expect_lm_devices_agree(false, attention_version(version));
     }
 }
 
 TEST_CASE("a frozen mask stays what it was on the GPU, and the rest trains as on the CPU" * doctest::skip(NO_GPU)) {
-    expect_lm_devices_agree(true);
+    expect_lm_devices_agree(true, Kernels{});
 }
 
 // The logits of a language model are B·T·V floats, which pass 2^31 at, e.g., B 64, T 1024, V 32768:
@@ -89,7 +89,7 @@ TEST_CASE("the logits' kernels index past 2^31 floats (MASKPRIOR_LARGE_TESTS=1)"
     buffer_copy(tail_in.data(), DEVICE_CPU, logits + tail_at, DEVICE_GPU, tail_in.size());
     for (int v = 0; v < V; v++) CHECK(tail_in[(size_t)(tail - 1) * V + v] == bias[v]);
     buffer_copy(logits + tail_at, DEVICE_GPU, tail_logits.data(), DEVICE_CPU, tail_logits.size());
-    crossentropy_forward(DEVICE_GPU, g_losses.ptr, probs, logits, g_targets.ptr, nullptr, N, V);
+    crossentropy_forward(DEVICE_GPU, Kernels{}, g_losses.ptr, probs, logits, g_targets.ptr, nullptr, N, V);
     buffer_zero(DEVICE_GPU, logits, total);  // now the gradient's buffer
     crossentropy_backward(DEVICE_GPU, logits, probs, g_targets.ptr, nullptr, (float)N, N, V);
     // the CPU on the tail rows alone

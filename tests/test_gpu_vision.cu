@@ -55,7 +55,7 @@ TEST_CASE("GPU patchify, assemble and mean pooling match the CPU" * doctest::ski
 TEST_CASE("a training step of an image model (mean pooling, smoothing, clipping): GPU matches the CPU" *
           doctest::skip(NO_GPU)) {
     Config c;
-    c.V = 0; c.C = 24; c.L = 2; c.NH = 3; c.HS = 8; c.MLP = 40; c.OUT = 10; c.head = HEAD_CLASS;
+    c.V = 0; c.C = 24; c.L = 2; c.NH = 3; c.HS = 8; c.MLP = 40; c.OUT = 10; c.readout = READOUT_CLASS;
     c.channels = 3; c.height = 8; c.width = 8; c.patch = 2; c.T = 1 + 16; c.pool = POOL_MEAN; c.mask_heads = 3;
     const int B = 16;
     Rng rng(41);
@@ -64,10 +64,10 @@ TEST_CASE("a training step of an image model (mean pooling, smoothing, clipping)
     const auto pixels = random_vector<float>((size_t)B * c.image_size(), rng);
     std::vector<float> y(B), cpu, gpu, gpu_again;
     for (auto& v : y) v = (float)rng.below(c.OUT);
-    const float cpu_loss = three_steps(c, DEVICE_CPU, init, pixels.data(), B, y, cpu, nullptr, 0.1f, 0.5f);
-    const float gpu_loss = three_steps(c, DEVICE_GPU, init, pixels.data(), B, y, gpu, nullptr, 0.1f, 0.5f);
+    const float cpu_loss = three_steps(c, DEVICE_CPU, Kernels{}, init, pixels.data(), B, y, cpu, nullptr, 0.1f, 0.5f);
+    const float gpu_loss = three_steps(c, DEVICE_GPU, Kernels{}, init, pixels.data(), B, y, gpu, nullptr, 0.1f, 0.5f);
     CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(1e-4));
-    three_steps(c, DEVICE_GPU, init, pixels.data(), B, y, gpu_again, nullptr, 0.1f, 0.5f);
+    three_steps(c, DEVICE_GPU, Kernels{}, init, pixels.data(), B, y, gpu_again, nullptr, 0.1f, 0.5f);
     CHECK(memcmp(gpu.data(), gpu_again.data(), gpu.size() * sizeof(float)) == 0);
     expect_key_biases_within_adam_noise(c, gpu, cpu);
     expect_close("parameters after 3 steps", gpu, cpu, REDUCTION);

@@ -10,7 +10,7 @@ static Config impulse_test_config() {
     Config c;
     c.channels = 1; c.height = 8; c.width = 8; c.patch = 2;
     c.T = 1 + c.patches(); c.C = 32; c.L = 2; c.NH = 3; c.HS = 16; c.MLP = 32;
-    c.head = HEAD_CLASS; c.OUT = 10;
+    c.readout = READOUT_CLASS; c.OUT = 10;
     return c;
 }
 

@@ -168,7 +168,7 @@ TEST_CASE("mimetic: Wq^T Wk ≈ 0.7 Z + 0.7 I and Wv^T Wo^T ≈ 0.4 Z' - 0.4 I")
             for (int d = 0; d < c.HS; d++) {
                 const int AW = c.attention_width();
                 qk += p.qkvw[(size_t)d * c.C + i] * p.qkvw[(size_t)(AW + d) * c.C + j];
-                vo += p.qkvw[(size_t)(2 * AW + d) * c.C + i] * p.attprojw[(size_t)j * AW + d];
+                vo += p.qkvw[(size_t)(2 * AW + d) * c.C + i] * p.projw[(size_t)j * AW + d];
             }
             if (i == j) { qk_diag += qk / c.C; vo_diag += vo / c.C; }
             else qk_off += qk * qk / (c.C * (c.C - 1));

@@ -184,7 +184,7 @@ TEST_CASE("the language task refuses files that do not fit, one line each") {
 
 TEST_CASE("the ALiBi-shaped mask: log σ(M) = -m_h (i - j), the diagonal +c, clamped to [-c, c], by hand") {
     Config c;
-    c.V = 10; c.T = 5; c.NH = 2; c.L = 2; c.mask_heads = 2; c.causal = true; c.head = HEAD_NEXT_TOKEN; c.OUT = 10;
+    c.V = 10; c.T = 5; c.NH = 2; c.L = 2; c.mask_heads = 2; c.causal = true; c.readout = READOUT_NEXT_TOKEN; c.OUT = 10;
     CHECK(alibi_slope(0, 2) == 1.0f / 16);   // 2^(-8·1/2)
     CHECK(alibi_slope(1, 2) == 1.0f / 256);  // 2^(-8·2/2)
     std::vector<float> params(param_count(c));
@@ -256,7 +256,7 @@ TEST_CASE("sampling: top-k 1 and temperature 0 are greedy; the draws follow soft
 TEST_CASE("the LM head's gradient at a vocabulary of 1500 matches finite differences") {
     Config c;
     c.V = 1500; c.OUT = 1500; c.T = 4; c.C = 8; c.L = 1; c.NH = 2; c.HS = 4; c.MLP = 8;
-    c.head = HEAD_NEXT_TOKEN;
+    c.readout = READOUT_NEXT_TOKEN;
     c.causal = true;
     c.mask_heads = 2;
     check_model_gradient_of(c);

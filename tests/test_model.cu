@@ -5,12 +5,12 @@
 #include "prior/init.cuh"
 #include "tasks/boolean.h"
 
-static Config tiny_config(int mask_heads, bool causal, HeadType head = HEAD_REGRESSION,
+static Config tiny_config(int mask_heads, bool causal, ReadoutType head = READOUT_REGRESSION,
                           Encoding encoding = ENCODING_TOKEN, LossType loss = LOSS_MSE) {
     Config c;
     c.V = 3; c.T = 6; c.C = 8; c.L = 2; c.NH = 2; c.HS = 3; c.MLP = 10;
-    c.OUT = head == HEAD_REGRESSION ? 1 : head == HEAD_CLASS ? 4 : c.V;
-    c.head = head;
+    c.OUT = head == READOUT_REGRESSION ? 1 : head == READOUT_CLASS ? 4 : c.V;
+    c.readout = head;
     c.mask_heads = mask_heads;
     c.causal = causal;
     c.encoding = encoding;
@@ -25,15 +25,15 @@ static Config tiny_config(int mask_heads, bool causal, HeadType head = HEAD_REGR
 static void random_batch(const Config& c, int B, Rng& rng, std::vector<int>& tokens, std::vector<float>& y,
                          std::vector<float>* loss_mask = nullptr) {
     tokens.resize(c.image_input() ? 0 : (size_t)B * c.T);
-    y.resize((size_t)B * c.head_rows());
+    y.resize((size_t)B * c.readout_rows());
     for (auto& t : tokens) t = rng.below(c.V);
     for (auto& v : y) {
-        v = c.head == HEAD_REGRESSION ? rng.uniform(-1, 1) : (float)rng.below(c.OUT);
+        v = c.readout == READOUT_REGRESSION ? rng.uniform(-1, 1) : (float)rng.below(c.OUT);
         if (c.loss == LOSS_LOGISTIC) v = v > 0 ? 1.0f : -1.0f;
     }
     if (!loss_mask) return;
     loss_mask->clear();
-    if (c.head != HEAD_NEXT_TOKEN) return;
+    if (c.readout != READOUT_NEXT_TOKEN) return;
     for (size_t r = 0; r < y.size(); r++) loss_mask->push_back((float)rng.below(2));
     (*loss_mask)[1] = 1.0f;  // at least one position counts
 }
@@ -97,7 +97,7 @@ static void check_model_gradient_of(const Config& c, float label_smoothing = 0.0
     model_free(model);
 }
 
-static void check_model_gradient(int mask_heads, bool causal, HeadType head = HEAD_REGRESSION,
+static void check_model_gradient(int mask_heads, bool causal, ReadoutType head = READOUT_REGRESSION,
                                  Encoding encoding = ENCODING_TOKEN, LossType loss = LOSS_MSE,
                                  PriorLayers prior_layers = PRIOR_ALL_LAYERS) {
     Config c = tiny_config(mask_heads, causal, head, encoding, loss);
@@ -109,26 +109,26 @@ TEST_CASE("whole-model gradient matches finite differences") {
     SUBCASE("no mask") { check_model_gradient(0, false); }
     SUBCASE("shared mask") { check_model_gradient(1, false); }
     SUBCASE("per-head mask, causal") { check_model_gradient(2, true); }
-    SUBCASE("classification head (cross-entropy), shared mask") { check_model_gradient(1, false, HEAD_CLASS); }
+    SUBCASE("classification head (cross-entropy), shared mask") { check_model_gradient(1, false, READOUT_CLASS); }
     SUBCASE("next-token head (causal decoder, loss mask), per-head mask") {
-        check_model_gradient(2, true, HEAD_NEXT_TOKEN);
+        check_model_gradient(2, true, READOUT_NEXT_TOKEN);
     }
     SUBCASE("next-token head, shared mask in the first layer only") {
-        check_model_gradient(1, true, HEAD_NEXT_TOKEN, ENCODING_TOKEN, LOSS_MSE, PRIOR_FIRST_LAYER);
+        check_model_gradient(1, true, READOUT_NEXT_TOKEN, ENCODING_TOKEN, LOSS_MSE, PRIOR_FIRST_LAYER);
     }
     SUBCASE("mask in the first layer only") {
-        check_model_gradient(1, false, HEAD_REGRESSION, ENCODING_TOKEN, LOSS_MSE, PRIOR_FIRST_LAYER);
+        check_model_gradient(1, false, READOUT_REGRESSION, ENCODING_TOKEN, LOSS_MSE, PRIOR_FIRST_LAYER);
     }
     SUBCASE("scalar encoding, logistic loss, shared mask") {
-        check_model_gradient(1, false, HEAD_REGRESSION, ENCODING_SCALAR, LOSS_LOGISTIC);
+        check_model_gradient(1, false, READOUT_REGRESSION, ENCODING_SCALAR, LOSS_LOGISTIC);
     }
     SUBCASE("scalar encoding, MSE, no mask, causal") {
-        check_model_gradient(0, true, HEAD_REGRESSION, ENCODING_SCALAR, LOSS_MSE);
+        check_model_gradient(0, true, READOUT_REGRESSION, ENCODING_SCALAR, LOSS_MSE);
     }
 }
 
 TEST_CASE("scalar encoding: wval is drawn last, valued tokens' wte rows start at 0 and stay 0") {
-    Config token = tiny_config(1, false), scalar = tiny_config(1, false, HEAD_REGRESSION, ENCODING_SCALAR);
+    Config token = tiny_config(1, false), scalar = tiny_config(1, false, READOUT_REGRESSION, ENCODING_SCALAR);
     REQUIRE(param_count(scalar) == param_count(token) + scalar.C);
     std::vector<float> a(param_count(token)), b(param_count(scalar));
     Rng r1(4), r2(4);
@@ -192,7 +192,7 @@ TEST_CASE("default init: embeddings ~ N(0,1), Linear ~ U(±1/sqrt(fan_in)), Laye
     CHECK(std::fabs(sum / (c.V * c.C)) < 0.1);
     CHECK(sq / (c.V * c.C) == doctest::Approx(1.0).epsilon(0.1));
     float bound = 1 / std::sqrt((float)c.MLP), biggest = 0;
-    for (int i = 0; i < c.L * c.C * c.MLP; i++) biggest = std::max(biggest, std::fabs(p.fcprojw[i]));
+    for (int i = 0; i < c.L * c.C * c.MLP; i++) biggest = std::max(biggest, std::fabs(p.mlp_projw[i]));
     CHECK(biggest <= bound);
     CHECK(biggest > 0.9f * bound);
     CHECK(p.ln1w[0] == 1.0f);
@@ -294,14 +294,14 @@ TEST_CASE("model_backward refuses to run after a forward pass without targets, o
     model_forward(model, tokens.data(), y.data(), 4);
     CHECK_NOTHROW(model_backward(model, 4));
     CHECK_THROWS_AS(model_forward(model, tokens.data(), y.data(), 5), std::logic_error);  // the buffers hold 4
-    model_forward(model, tokens.data(), y.data(), 4, nullptr, true);  // the last block on the head's row
-    CHECK_THROWS_WITH_AS(model_backward(model, 4), doctest::Contains("head's row only"), std::logic_error);
+    model_forward(model, tokens.data(), y.data(), 4, nullptr, true);  // the last block on the readout's row
+    CHECK_THROWS_WITH_AS(model_backward(model, 4), doctest::Contains("readout's row only"), std::logic_error);
     model_free(model);
 }
 
-TEST_CASE("the head-row forward (evaluation) gives the full forward's outputs, loss and attention, bit for bit") {
+TEST_CASE("the readout-row forward (evaluation) gives the full forward's outputs, loss and attention, bit for bit") {
     for (bool causal : {false, true}) {
-        for (HeadType head : {HEAD_REGRESSION, HEAD_CLASS}) {
+        for (ReadoutType head : {READOUT_REGRESSION, READOUT_CLASS}) {
             CAPTURE(causal); CAPTURE(head);
             Config c = tiny_config(1, causal, head);
             Model model;
@@ -311,8 +311,8 @@ TEST_CASE("the head-row forward (evaluation) gives the full forward's outputs, l
             std::vector<int> tokens;
             std::vector<float> y;
             random_batch(c, 5, rng, tokens, y);
-            auto outputs = [&](bool head_row_only, float* loss) {
-                *loss = model_forward(model, tokens.data(), y.data(), 5, nullptr, head_row_only);
+            auto outputs = [&](bool readout_row_only, float* loss) {
+                *loss = model_forward(model, tokens.data(), y.data(), 5, nullptr, readout_row_only);
                 const Activations a = model_activations(model, 5);
                 std::vector<float> out((size_t)5 * c.OUT), att((size_t)c.L * 5 * c.NH * c.T * c.T);
                 buffer_copy(out.data(), DEVICE_CPU, a.logits, DEVICE_CPU, out.size());

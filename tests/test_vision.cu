@@ -62,7 +62,7 @@ TEST_CASE("mean pooling over the patch tokens: by hand, and its backward against
 static Config tiny_image_config(int mask_heads, Pooling pool) {
     Config c;
     c.V = 0; c.T = 7; c.C = 8; c.L = 2; c.NH = 2; c.HS = 3; c.MLP = 10; c.OUT = 4;
-    c.head = HEAD_CLASS;
+    c.readout = READOUT_CLASS;
     c.channels = 2; c.height = 4; c.width = 6; c.patch = 2;
     c.pool = pool;
     c.mask_heads = mask_heads;

@@ -1,7 +1,7 @@
-// attention_flash.cuh: attention kernel version 3, flash-style: tiles in shared memory and an
-// online softmax, and a mask gradient summed in parallel over the batch in a fixed order.
-// Included by attention.cuh after version 2, whose warp reductions it uses (include
-// attention.cuh, not this file).
+// attention/flash.cuh: attention kernel version 3, flash-style: tiles in shared memory and an
+// online softmax, and a mask gradient summed in parallel over the batch in a fixed order. It
+// starts from version 2 (attention/warp.cuh: a warp per row, warp reductions); attention/versions.cuh
+// lists it.
 //
 // What the forward teaches. In versions 1 and 2 every query row reads all T key and value
 // vectors from global memory, so each k_j and v_j is read T times per (b, h). Here a block of
@@ -36,6 +36,11 @@
 // in group order. No atomics, and the order of every addition is fixed, so the result is the
 // same bits at every run (with atomicAdd the order, and so the rounding, would depend on thread
 // timing, as FlexAttention's bias gradient does).
+#pragma once
+#include "attention.cuh"        // AttentionShape, head_vector, head_mask, sigmoid_of_minus
+#include "attention/warp.cuh"   // ATTENTION_WARPS_PER_BLOCK, attention_backward_qkv_gpu2
+#include "cpu_fast/vexp.h"      // vexp
+#include "layers/common.cuh"    // WARP, warp_max, warp_sum, DYNAMIC_SHARED, UNROLL, launch_kernel
 
 constexpr int FLASH_ROWS_PER_WARP = 4;
 constexpr int FLASH_QUERY_TILE = ATTENTION_WARPS_PER_BLOCK * FLASH_ROWS_PER_WARP;  // 16 query rows a block
@@ -343,7 +348,7 @@ inline void attention_mask_backward_gpu3(float* dmask, float* dscores, const flo
 // dq, dk, dv and dM. With dS given (dout = nullptr: the qk-opt fit, once a run) version 2's kernels.
 inline void attention_backward_gpu3(float* dqkv, float* dmask, float* dscores, const float* dout, const float* qkv,
                                     const float* att, const float* mask, AttentionShape s) {
-    if (!dout) attention_backward_gpu2(dqkv, dscores, dout, qkv, att, s);
+    if (!dout) attention_backward_qkv_gpu2(dqkv, dscores, dout, qkv, att, s);
     else {
         const unsigned blocks = ceil_div(s.T, FLASH_QUERY_TILE) * s.B * s.NH;
         const int threads = ATTENTION_WARPS_PER_BLOCK * WARP;

@@ -1,4 +1,4 @@
-// layers/vexp.h: vexp(x) = e^x for the hot loops (softmax, GELU), written in plain arithmetic so
+// cpu_fast/vexp.h: vexp(x) = e^x for the hot loops (softmax, GELU), written in plain arithmetic so
 // that a compiler turns a loop of it into vector code. The C library's expf is a function call
 // per element, which no loop around it can vectorise; on the CPU it was a tenth of a training
 // step. The same arithmetic runs on the GPU, so both devices compute the same e^x.

@@ -1,5 +1,5 @@
-// attention_warp.cuh: attention kernel version 2, one warp per row. Included by attention.cuh
-// after the row functions it reuses (include attention.cuh, not this file).
+// attention/warp.cuh: attention kernel version 2, one warp per row. It starts from version 1
+// (attention.cuh, whose indexing it reuses); attention/versions.cuh lists it.
 //
 // What it teaches. Kernel 1 gives each query row to one thread, which walks the T keys alone:
 // a (B,NH,T) grid of lonely threads, each reading whole k and v vectors that its neighbours
@@ -17,6 +17,10 @@
 // Backward does the same per query row (dA, dS and dq) and per key column (dk and dv, lanes
 // over d). The mask gradient keeps kernel 1's one thread per mask entry (version 3 is where it
 // changes).
+#pragma once
+#include "attention.cuh"      // AttentionShape, head_vector, head_mask, row_index, version 1's dM
+#include "cpu_fast/vexp.h"    // vexp
+#include "layers/common.cuh"  // WARP, warp_max, warp_sum, launch_kernel
 
 constexpr int ATTENTION_WARPS_PER_BLOCK = 4;  // 128 threads: one warp per row, four rows a block
 
@@ -133,11 +137,18 @@ inline void attention_forward_gpu2(float* out, float* att, const float* qkv, con
                                              out, att, qkv, mask_term, s);
 }
 
-inline void attention_backward_gpu2(float* dqkv, float* dscores, const float* dout, const float* qkv,
-                                    const float* att, AttentionShape s) {
-    // dq, dk, dv (dM is the caller's: version 2 keeps kernel 1's mask reduction)
+// dq, dk, dv (and dS)
+inline void attention_backward_qkv_gpu2(float* dqkv, float* dscores, const float* dout, const float* qkv,
+                                        const float* att, AttentionShape s) {
     const int threads = ATTENTION_WARPS_PER_BLOCK * WARP;
     const unsigned blocks = ceil_div((size_t)s.B * s.NH * s.T, ATTENTION_WARPS_PER_BLOCK);
     launch_kernel<attention_backward_rows_kernel2>(blocks, threads, 0, dqkv, dscores, dout, qkv, att, s);
     launch_kernel<attention_backward_columns_kernel2>(blocks, threads, 0, dqkv, dscores, dout, qkv, att, s);
+}
+
+// dq, dk, dv, then dM with kernel 1's one thread per mask entry
+inline void attention_backward_gpu2(float* dqkv, float* dmask, float* dscores, const float* dout, const float* qkv,
+                                    const float* att, const float* mask, AttentionShape s) {
+    attention_backward_qkv_gpu2(dqkv, dscores, dout, qkv, att, s);
+    attention_mask_backward_gpu1(dmask, dscores, mask, s);
 }

@@ -1,4 +1,4 @@
-// layers/gemm_cpu.h: the CPU matrix product under the linear layer, C (M,N) += A (M,K) · B (K,N),
+// cpu_fast/gemm.h: the CPU matrix product under the linear layer, C (M,N) += A (M,K) · B (K,N),
 // fast, and with the very bits of the plain loop it replaces:
 //   for each i, j:  for k = 0, 1, ..., K-1 in this order:  C[i,j] += A[i,k] * B[k,j]
 //
@@ -26,7 +26,7 @@
 #include "layers/common.cuh"  // worth_threads
 
 // A matrix read through strides: element (r, c) is data[r·row_stride + c·col_stride]. The three
-// products of a linear layer read their operands as such views (layers/matmul.cuh).
+// products of a linear layer read their operands as such views (cpu_fast/matmul.h).
 template <typename F>
 struct StridedMatrix {
     const F* data;

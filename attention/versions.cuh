@@ -1,0 +1,81 @@
+// attention/versions.cuh: the GPU versions of attention in one table, and attention_forward and
+// attention_backward, the calls the model makes: on the CPU the loops of attention.cuh (or their
+// fast twin, the same bits), on the GPU the version that the caller's Kernels name.
+//
+// Each version adds one idea to the one before, in a file of its own whose header says what it
+// teaches; dev/ checks and times them side by side (dev/README.md). To add version N+1: write
+// attention/<idea>.cuh with launchers of the signatures below, include it here and add its line to
+// ATTENTION_KERNELS. --attention-kernel, dev/ and the GPU tests take the versions from the table.
+#pragma once
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include "attention.cuh"         // version 1, the row functions and the CPU loops
+#include "attention/flash.cuh"   // version 3
+#include "attention/warp.cuh"    // version 2
+#include "cpu_fast/attention.h"  // attention_forward_cpu_fast, attention_backward_cpu_fast
+#include "layers/common.cuh"     // Device, Kernels, launch_kernel, ceil_div
+
+struct AttentionKernel {
+    const char* idea;   // what the version adds, in a few words
+    int max_head_size;  // the largest HS it can run; 0: any
+    // out, att from qkv and the mask term log σ(M) (computed before: mask_term_kernel1)
+    void (*forward)(float* out, float* att, const float* qkv, const float* mask_term, AttentionShape s);
+    // dqkv and dmask (+=), dscores (written) from dout; dout = nullptr: dscores holds dS already
+    void (*backward)(float* dqkv, float* dmask, float* dscores, const float* dout, const float* qkv, const float* att,
+                     const float* mask, AttentionShape s);
+};
+
+// Version v is line v.
+inline constexpr AttentionKernel ATTENTION_KERNELS[] = {
+    {"a thread per row, column, mask entry: the CPU's loops", 0, attention_forward_gpu1, attention_backward_gpu1},
+    {"a warp per row: lanes over keys, shuffles for max, sum", 0, attention_forward_gpu2, attention_backward_gpu2},
+    {"shared k/v tiles, online softmax; dM in batch groups", FLASH_MAX_HS, attention_forward_gpu3,
+     attention_backward_gpu3},
+};
+inline constexpr int ATTENTION_KERNEL_COUNT = (int)std::size(ATTENTION_KERNELS);
+
+// Why version v cannot run heads of HS dims, or "" when it can
+inline std::string attention_kernel_refusal(int version, int HS) {
+    if (version < 1 || version > ATTENTION_KERNEL_COUNT)
+        return "attention kernel " + std::to_string(version) + " does not exist (1 to " +
+               std::to_string(ATTENTION_KERNEL_COUNT) + ")";
+    const int max_head_size = ATTENTION_KERNELS[version - 1].max_head_size;
+    if (max_head_size && HS > max_head_size)
+        return "attention kernel " + std::to_string(version) + " holds at most " + std::to_string(max_head_size) +
+               " dims a head (--head-size " + std::to_string(HS) + ")";
+    return "";
+}
+
+// The version a GPU call runs; setup refused one that cannot run these heads, so a refusal here
+// is a caller's bug.
+inline const AttentionKernel& attention_kernel(const Kernels& kernels, AttentionShape s) {
+    const std::string refusal = attention_kernel_refusal(kernels.attention, s.HS);
+    if (!refusal.empty()) throw std::logic_error("attention: " + refusal);
+    return ATTENTION_KERNELS[kernels.attention - 1];
+}
+
+// mask_term: (mask_heads,T,T) on dev, room for log σ(M); unused (may be nullptr) without a mask.
+// Shapes as in attention_forward_cpu.
+inline void attention_forward(Device dev, const Kernels& kernels, float* out, float* att, const float* qkv,
+                              const float* mask, float* mask_term, AttentionShape s) {
+    if (dev == DEVICE_CPU)
+        return CPU_REFERENCE ? attention_forward_cpu(out, att, qkv, mask, mask_term, s)
+                             : attention_forward_cpu_fast(out, att, qkv, mask, mask_term, s);
+    const AttentionKernel& version = attention_kernel(kernels, s);
+    if (s.mask_heads) {
+        const int count = s.mask_heads * s.T * s.T;
+        launch_kernel<mask_term_kernel1>(ceil_div(count, 128), 128, 0, mask_term, mask, count);
+    }
+    version.forward(out, att, qkv, mask_term, s);
+}
+
+// Shapes as in attention_backward_cpu.
+inline void attention_backward(Device dev, const Kernels& kernels, float* dqkv, float* dmask, float* dscores,
+                               const float* dout, const float* qkv, const float* att, const float* mask,
+                               AttentionShape s) {
+    if (dev == DEVICE_CPU)
+        return CPU_REFERENCE ? attention_backward_cpu(dqkv, dmask, dscores, dout, qkv, att, mask, s)
+                             : attention_backward_cpu_fast(dqkv, dmask, dscores, dout, qkv, att, mask, s);
+    attention_kernel(kernels, s).backward(dqkv, dmask, dscores, dout, qkv, att, mask, s);
+}
