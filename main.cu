@@ -17,6 +17,7 @@
 
 static int train(int argc, char** argv) {
     const Options opt = parse_options(argc, argv);
+    if (!opt.list.empty()) return print_list(opt.list);  // a table's names, then stop
     if (!opt.generate.empty()) return generate(opt, pick_device(opt));  // text from a checkpoint, then stop
     RunPaths paths;  // every output is checked writable first, not after the training
     if (opt.dump_state.empty()) paths = run_paths(opt);

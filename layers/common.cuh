@@ -86,6 +86,24 @@ inline int cpu_threads() {
 #endif
 }
 
+// The compute capability the GPU code was built for (make ARCH=...; 0 under the emulation)
+#ifndef MASKPRIOR_CUDA_ARCH
+#define MASKPRIOR_CUDA_ARCH 0
+#endif
+
+// One line when the GPU is not the one the binary was built for: an error for an older GPU, which
+// cannot run the code at all; a note for a newer one, which compiles the binary's PTX at start-up.
+inline void check_gpu_arch() {
+    if (MASKPRIOR_CUDA_ARCH == 0) return;
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    const int present = prop.major * 10 + prop.minor, built = MASKPRIOR_CUDA_ARCH;
+    if (present < built) fail("built for sm_%d, this GPU is sm_%d: make ARCH=%d", built, present, present);
+    if (present > built)
+        fprintf(stderr, "maskprior: note: built for sm_%d, this GPU is sm_%d: its PTX is compiled at start-up "
+                        "(make ARCH=%d builds for it)\n", built, present, present);
+}
+
 // "NVIDIA H200 (CUDA)", or the CPU's model name with its vector width and thread count
 inline std::string device_name(Device dev) {
     if (dev == DEVICE_GPU) {

@@ -1,6 +1,8 @@
 // run/options.h: the command line. Every flag, its default and its check live here; anything
 // wrong (an unknown flag, a missing or malformed value, an impossible shape) is one line on
-// stderr and exit code 2, through fail(), which throws to main.
+// stderr and exit code 2, through fail(), which throws to main. A valued flag takes its value
+// as the next word or after '=' (--steps 100, --steps=100). The tasks' and inits' names come from
+// their tables (tasks/registry.h, prior/inits.cuh).
 #pragma once
 #include <cerrno>
 #include <cmath>
@@ -8,7 +10,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include "layers/errors.h"  // fail()
+#include <vector>
+#include "layers/errors.h"   // fail()
+#include "prior/inits.cuh"   // INITS, find_init, init_names
+#include "tasks/registry.h"  // TASKS, find_task, is_image_task, is_language_task, is_arithmetic_task
 
 struct Options {
     std::string task = "maj3";
@@ -56,27 +61,17 @@ struct Options {
     float clip_grad = -1;        // global gradient-norm clip; 0: none
     float label_smoothing = -1;  // cross-entropy's
     bool wd_given = false, task_given = false;
+    std::string list;  // --list WHAT: print a table's names, then exit (main.cu)
 };
 
-inline bool is_image_task(const std::string& task) {
-    return task == "fashion-mnist" || task == "cifar10" || task == "cifar100" || task == "images";
-}
-
-inline bool is_language_task(const std::string& task) { return task == "lm"; }
-
+// The help text; {tasks} and {inits} stand for the tables' lines (usage_text).
 static const char* USAGE = R"(usage: maskprior [flags]
 Trains a small transformer whose attention carries a learnable mask log σ(M).
 
 task and init
-  --task NAME         2parity | maj3 | cyclic3 (Boolean GOTU tasks) |
-                      add3 | mul2 (arithmetic, a causal decoder) |
-                      fashion-mnist | cifar10 | cifar100 | images (a ViT) |
-                      lm (a causal language model on a token folder)  (maj3)
-  --init NAME         default (no mask) | mask (M = ±c from the task's G) |
-                      qk-svd | qk-opt (the same prior in Wq, Wk; no mask) |
-                      mimetic (Wq^T Wk ≈ 0.7 Z + 0.7 I; no G) |
-                      impulse (images: each head a 3x3 conv offset)      (default)
-  --mask-c C          prior strength c: mask ±c; qk-* target logits c·G (6)
+  --task NAME         the task                                         (maj3)
+{tasks}  --init NAME         where the prior lives                            (default)
+{inits}  --mask-c C          prior strength c: mask ±c; qk-* target logits c·G (6)
   --mask-per-head     one M per head instead of one per layer shared by heads
   --mask-structure F  G from a text file instead of the task's: T×T (or
                       NH×T×T, one per head) numbers 0/1
@@ -178,8 +173,45 @@ reports and files
                       again with the same flags and --continue, loses at most
                       one checkpoint interval
   --dump-state FILE   write parameters, the first batch, its loss and every gradient, then exit
+  --list WHAT         print the names of: tasks | inits | variants (the inits
+                      with their mask variants, as run folders and tables name
+                      them) | attention-kernels, one a line; then exit
+  --version           the commit and the build settings of this binary
   --help              this text
 )";
+
+// USAGE with the names and lines of the task and init tables in place
+inline std::string usage_text() {
+    auto lines = [](const auto& table) {
+        std::string text;
+        for (const auto& kind : table) {
+            char line[160];
+            snprintf(line, sizeof line, "      %-14s %s\n", kind.name, kind.help);
+            text += line;
+        }
+        return text;
+    };
+    std::string text = USAGE;
+    text.replace(text.find("{tasks}"), 7, lines(TASKS));
+    text.replace(text.find("{inits}"), 7, lines(INITS));
+    return text;
+}
+
+// Whether word is one of flags
+template <size_t N>
+inline bool listed(const char* (&flags)[N], const std::string& word) {
+    for (const char* f : flags)
+        if (word == f) return true;
+    return false;
+}
+
+// "a, b, c": the names of a table, for an error that lists them
+template <typename Table>
+inline std::string table_names(const Table& table) {
+    std::string names;
+    for (const auto& kind : table) names += (names.empty() ? "" : ", ") + std::string(kind.name);
+    return names;
+}
 
 inline int64_t parse_int(const std::string& flag, const char* text, int64_t lo) {
     char* end = nullptr;
@@ -211,21 +243,20 @@ inline std::string parse_choice(const std::string& flag, const char* text, std::
 
 // The flags of one task family given to another are refused: the image flags, the language
 // flags, and --data-dir and --mask-window, which both take. --init impulse needs images.
-inline void check_task_flags(const Options& o, int argc, char** argv) {
+inline void check_task_flags(const Options& o, const std::vector<std::string>& flags) {
     const bool images = is_image_task(o.task), language = is_language_task(o.task);
     static const char* image_flags[] = {"--patch", "--pool", "--crop-pad", "--resize", "--no-flip", "--coarse-labels"};
     static const char* language_flags[] = {"--seq-len", "--eval-windows", "--mask-prior"};
     static const char* data_flags[] = {"--data-dir", "--mask-window"};
-    for (int i = 1; i < argc; i++) {
-        for (const char* f : image_flags)
-            if (!images && argv[i] == std::string(f)) fail("%s is for the image tasks, not %s", f, o.task.c_str());
-        for (const char* f : language_flags)
-            if (!language && argv[i] == std::string(f)) fail("%s is for --task lm, not %s", f, o.task.c_str());
-        for (const char* f : data_flags)
-            if (!images && !language && argv[i] == std::string(f))
-                fail("%s is for the image tasks and --task lm, not %s", f, o.task.c_str());
+    for (const std::string& flag : flags) {
+        const char* f = flag.c_str();
+        if (!images && listed(image_flags, flag)) fail("%s is for the image tasks, not %s", f, o.task.c_str());
+        if (!language && listed(language_flags, flag)) fail("%s is for --task lm, not %s", f, o.task.c_str());
+        if (!images && !language && listed(data_flags, flag))
+            fail("%s is for the image tasks and --task lm, not %s", f, o.task.c_str());
     }
-    if (o.init == "impulse" && !images) fail("--init impulse is for the image tasks, not %s", o.task.c_str());
+    if ((find_init(o.init)->uses & INIT_IMAGES_ONLY) && !images)
+        fail("--init %s is for the image tasks, not %s", o.init.c_str(), o.task.c_str());
     if (o.coarse_labels && o.task != "cifar100") fail("--coarse-labels is for cifar100, not %s", o.task.c_str());
     if (o.resize > 0 && o.task != "images") fail("--resize is for --task images, not %s", o.task.c_str());
     if (o.task == "images" && o.data_dir.empty()) fail("--task images needs --data-dir DIR (DIR/train/<class>/...)");
@@ -233,8 +264,9 @@ inline void check_task_flags(const Options& o, int argc, char** argv) {
         fail("--task %s needs --data-dir (the official binary version; data/get_cifar.sh fetches it)", o.task.c_str());
     if (language && o.data_dir.empty() && o.generate.empty())
         fail("--task lm needs --data-dir DIR, a folder that data/prepare_text.py wrote");
-    if (o.mask_prior == "alibi" && o.init != "mask") fail("--mask-prior alibi needs --init mask");
-    if (o.freeze_mask && o.init != "mask") fail("--freeze-mask needs --init mask");
+    const bool mask = find_init(o.init)->uses & INIT_USES_MASK;
+    if (o.mask_prior == "alibi" && !mask) fail("--mask-prior alibi needs --init %s", init_names(INIT_USES_MASK).c_str());
+    if (o.freeze_mask && !mask) fail("--freeze-mask needs --init %s", init_names(INIT_USES_MASK).c_str());
 }
 
 // The recipe's defaults: a Vision Transformer trains with warmup and cosine decay, gradient
@@ -252,12 +284,60 @@ inline void resolve_recipe(Options& o) {
     if (o.mask_prior == "alibi") o.mask_per_head = true;  // one slope per head
 }
 
+// The flags that take no value, and those that take one
+static const char* SWITCHES[] = {"--mask-per-head", "--causal", "--tf32", "--fast-kernels", "--no-flip",
+                                 "--coarse-labels", "--freeze-mask", "--continue", "--help", "-h", "--version"};
+static const char* VALUED[] = {"--task", "--init", "--device", "--optimizer", "--seed", "--steps", "--epochs", "--batch",
+                               "--lr", "--wd", "--mask-wd", "--width", "--layers", "--heads", "--head-size", "--mlp",
+                               "--mask-c", "--eval-every", "--log-every", "--out", "--save", "--resume", "--dump-state",
+                               "--mask-structure", "--prior-layers", "--qk-opt-steps", "--encoding", "--loss",
+                               "--data-frac", "--train-file", "--test-file", "--max-test", "--loss-on", "--data-dir",
+                               "--patch", "--pool", "--mask-window", "--crop-pad", "--resize", "--schedule",
+                               "--warmup", "--min-lr", "--clip-grad", "--label-smoothing", "--seq-len",
+                               "--eval-windows", "--mask-prior", "--generate", "--prompt", "--sample-tokens",
+                               "--temperature", "--top-k", "--checkpoint-every", "--attention-kernel", "--list"};
+
+// The command line as words, with each --flag=value as the two words --flag value; a valued
+// flag's next word is its value, whatever it holds (--prompt "--x=1" stays one word).
+inline std::vector<std::string> command_words(int argc, char** argv) {
+    std::vector<std::string> words;
+    for (int i = 1; i < argc; i++) {
+        const std::string word = argv[i];
+        const size_t equals = word.find('=');
+        if (word.rfind("--", 0) == 0 && equals != std::string::npos) {
+            const std::string flag = word.substr(0, equals);
+            if (listed(SWITCHES, flag)) fail("%s takes no value, got '%s'", flag.c_str(), word.c_str());
+            words.push_back(flag);
+            words.push_back(word.substr(equals + 1));
+            continue;
+        }
+        words.push_back(word);
+        if (listed(VALUED, word) && i + 1 < argc) words.push_back(argv[++i]);
+    }
+    return words;
+}
+
+// The commit and the settings this binary was built with (the Makefile compiles them in)
+inline void print_version() {
+#if defined(MASKPRIOR_CUDA_EMULATION)
+    const std::string compilers = "the host compiler alone (g++ " __VERSION__ "), with the CPU emulation of CUDA (emu/)";
+#else
+    const std::string compilers = "nvcc " + std::to_string(__CUDACC_VER_MAJOR__) + "." +
+                                  std::to_string(__CUDACC_VER_MINOR__) + " and g++ " __VERSION__;
+#endif
+    printf("maskprior %s\nbuilt by %s: %s\n", MASKPRIOR_GIT_COMMIT, compilers.c_str(), MASKPRIOR_BUILD_SETTINGS);
+}
+
 inline Options parse_options(int argc, char** argv) {
     Options o;
     bool steps_given = false;
-    for (int i = 1; i < argc; i++) {
-        std::string flag = argv[i];
-        if (flag == "--help" || flag == "-h") { fputs(USAGE, stdout); exit(0); }
+    const std::vector<std::string> args = command_words(argc, argv);
+    std::vector<std::string> given;  // the flags, without their values
+    for (size_t i = 0; i < args.size(); i++) {
+        const std::string& flag = args[i];
+        given.push_back(flag);
+        if (flag == "--help" || flag == "-h") { fputs(usage_text().c_str(), stdout); exit(0); }
+        if (flag == "--version") { print_version(); exit(0); }
         if (flag == "--mask-per-head") { o.mask_per_head = true; continue; }
         if (flag == "--causal") { o.causal = true; continue; }
         if (flag == "--tf32") { o.tf32 = true; continue; }
@@ -267,29 +347,20 @@ inline Options parse_options(int argc, char** argv) {
         if (flag == "--freeze-mask") { o.freeze_mask = true; continue; }
         if (flag == "--continue") { o.continue_run = true; continue; }
         if (flag.rfind("--", 0) != 0) fail("unexpected argument '%s' (see --help)", flag.c_str());
-        static const char* valued[] = {"--task", "--init", "--device", "--optimizer", "--seed", "--steps",
-                                       "--epochs", "--batch", "--lr", "--wd", "--mask-wd", "--width", "--layers",
-                                       "--heads", "--head-size", "--mlp", "--mask-c", "--eval-every", "--log-every",
-                                       "--out", "--save", "--resume", "--dump-state", "--mask-structure",
-                                       "--prior-layers", "--qk-opt-steps", "--encoding", "--loss",
-                                       "--data-frac", "--train-file", "--test-file", "--max-test", "--loss-on",
-                                       "--data-dir", "--patch", "--pool", "--mask-window", "--crop-pad", "--resize",
-                                       "--schedule", "--warmup", "--min-lr", "--clip-grad", "--label-smoothing",
-                                       "--seq-len", "--eval-windows", "--mask-prior", "--generate", "--prompt",
-                                       "--sample-tokens", "--temperature", "--top-k",
-                                       "--checkpoint-every", "--attention-kernel"};
-        bool known = false;
-        for (const char* v : valued) known |= flag == v;
-        if (!known) fail("unknown flag %s (see --help)", flag.c_str());
-        if (i + 1 >= argc) fail("%s needs a value", flag.c_str());
-        const char* value = argv[++i];
+        if (!listed(VALUED, flag)) fail("unknown flag %s (see --help)", flag.c_str());
+        if (i + 1 >= args.size()) fail("%s needs a value", flag.c_str());
+        const char* value = args[++i].c_str();
         if (flag == "--task") {
             o.task_given = true;
-            o.task = parse_choice(flag, value, {"2parity", "maj3", "cyclic3", "add3", "mul2", "fashion-mnist",
-                                                "cifar10", "cifar100", "images", "lm"});
+            if (!find_task(value)) fail("--task must be one of %s, got '%s'", table_names(TASKS).c_str(), value);
+            o.task = value;
         }
-        else if (flag == "--init")
-            o.init = parse_choice(flag, value, {"default", "mask", "qk-svd", "qk-opt", "mimetic", "impulse"});
+        else if (flag == "--init") {
+            if (!find_init(value)) fail("--init must be one of %s, got '%s'", table_names(INITS).c_str(), value);
+            o.init = value;
+        }
+        else if (flag == "--list")
+            o.list = parse_choice(flag, value, {"tasks", "inits", "variants", "attention-kernels"});
         else if (flag == "--device") o.device = parse_choice(flag, value, {"auto", "cpu", "cuda"});
         else if (flag == "--optimizer") o.optimizer = parse_choice(flag, value, {"adamw", "adam"});
         else if (flag == "--encoding") o.encoding = parse_choice(flag, value, {"token", "scalar"});
@@ -358,30 +429,28 @@ inline Options parse_options(int argc, char** argv) {
             fail("--generate samples from a language model, not %s", o.task.c_str());
         static const char* sampling_flags[] = {"--generate", "--prompt", "--sample-tokens", "--temperature", "--top-k",
                                                "--seed", "--device", "--data-dir", "--task"};
-        for (int i = 1; i < argc; i++) {
-            if (std::string(argv[i]).rfind("--", 0) != 0) continue;
-            bool allowed = false;
-            for (const char* f : sampling_flags) allowed |= argv[i] == std::string(f);
-            if (!allowed) fail("%s is not for --generate (the model comes from the checkpoint)", argv[i]);
-        }
+        for (const std::string& flag : given)
+            if (!listed(sampling_flags, flag))
+                fail("%s is not for --generate (the model comes from the checkpoint)", flag.c_str());
         o.task = "lm";
     }
     if (o.continue_run && !o.resume.empty()) fail("give --continue or --resume FILE, not both");
     if (!o.dump_state.empty() && (o.continue_run || o.checkpoint_every >= 0))
         fail("--dump-state writes one batch's state and trains nothing: no --continue or --checkpoint-every");
-    if (o.mask_per_head && o.init != "mask") fail("--mask-per-head needs --init mask");
+    if (o.mask_per_head && !(find_init(o.init)->uses & INIT_USES_MASK))
+        fail("--mask-per-head needs --init %s", init_names(INIT_USES_MASK).c_str());
     if (o.generate.empty() && (!o.prompt.empty() || o.top_k > 0))
         fail("--prompt and --top-k are for --generate CHECKPOINT");
-    bool structured = o.init == "mask" || o.init == "qk-svd" || o.init == "qk-opt";
-    if (!o.mask_structure.empty() && !structured) fail("--mask-structure needs --init mask, qk-svd or qk-opt");
-    const bool arithmetic = o.task == "add3" || o.task == "mul2";
+    if (!o.mask_structure.empty() && !(find_init(o.init)->uses & INIT_USES_STRUCTURE))
+        fail("--mask-structure needs --init %s", init_names(INIT_USES_STRUCTURE).c_str());
+    const bool arithmetic = is_arithmetic_task(o.task);
     std::string arithmetic_flag = o.data_frac > 0 ? "--data-frac" : !o.train_file.empty() ? "--train-file"
                                   : !o.test_file.empty() ? "--test-file" : o.max_test > 0 ? "--max-test"
                                   : o.loss_on != "answer" ? "--loss-on" : "";
     if (!arithmetic && !arithmetic_flag.empty())
         fail("%s is for the arithmetic tasks (add3, mul2), not %s", arithmetic_flag.c_str(), o.task.c_str());
     if (o.data_frac > 0 && !o.train_file.empty()) fail("give --data-frac or --train-file, not both");
-    check_task_flags(o, argc, argv);
+    check_task_flags(o, given);
     resolve_recipe(o);
     return o;
 }

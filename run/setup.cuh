@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 #include "model.cuh"              // Config, Model
-#include "prior/impulse.cuh"      // init_impulse
-#include "prior/init.cuh"         // init_default, init_mask_from_structure, init_qk_*, init_mimetic, init_check
+#include "prior/init.cuh"         // init_default, first_attention_inputs, init_check
+#include "prior/inits.cuh"        // INITS, find_init: what --init applies
 #include "prior/persistence.cuh"  // PersistenceReference
 #include "prior/structure.h"      // Structure, read_structure
 #include "run/checkpoint.h"       // Metadata
@@ -30,16 +30,17 @@
 static const char* FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist";
 
 inline std::unique_ptr<Task> make_task(const Options& opt) {
-    if (opt.task == "2parity" || opt.task == "maj3" || opt.task == "cyclic3")
+    switch (find_task(opt.task)->family) {  // the flags named one (run/options.h)
+    case TASKS_BOOLEAN:
         return std::make_unique<BooleanTask>(opt.task);
-    if (is_language_task(opt.task)) {  // a bad or missing token file throws, naming it
+    case TASKS_LANGUAGE: {  // a bad or missing token file throws, naming it
         LanguageSettings settings;
         settings.seq_len = opt.seq_len;
         settings.window = opt.mask_window;
         settings.eval_windows = opt.eval_windows;
         return std::make_unique<LanguageTask>(opt.data_dir, settings);
     }
-    if (is_image_task(opt.task)) {  // a bad or missing data file throws, naming it
+    case TASKS_IMAGES: {  // a bad or missing data file throws, naming it
         ImageData data = opt.task == "fashion-mnist"
                              ? load_idx_folder(opt.data_dir.empty() ? FASHION_MNIST_DIR : opt.data_dir, true)
                          : opt.task == "cifar10"  ? load_cifar_binary(opt.data_dir, 10)
@@ -51,6 +52,9 @@ inline std::unique_ptr<Task> make_task(const Options& opt) {
         settings.pad = opt.crop_pad;
         settings.flip = opt.flip;
         return std::make_unique<VisionTask>(opt.task, std::move(data), settings);
+    }
+    case TASKS_ARITHMETIC:
+        break;
     }
     ArithmeticData data;
     data.data_frac = opt.data_frac > 0 || !opt.train_file.empty() ? opt.data_frac : opt.task == "add3" ? 0.004 : 0.03;
@@ -65,7 +69,9 @@ inline std::unique_ptr<Task> make_task(const Options& opt) {
 inline Device pick_device(const Options& opt) {
     int gpus = gpu_count();
     if (opt.device == "cuda" && gpus == 0) fail("--device cuda, but no CUDA GPU is available");
-    return (opt.device == "cuda" || (opt.device == "auto" && gpus > 0)) ? DEVICE_GPU : DEVICE_CPU;
+    const Device dev = (opt.device == "cuda" || (opt.device == "auto" && gpus > 0)) ? DEVICE_GPU : DEVICE_CPU;
+    if (dev == DEVICE_GPU) check_gpu_arch();
+    return dev;
 }
 
 // How the GPU computes (--attention-kernel, --fast-kernels, --tf32), for heads of HS dims; a
@@ -99,7 +105,7 @@ inline Config model_config(const Options& opt, const Task& task) {
     cfg.MLP = opt.mlp;
     cfg.OUT = task.outputs;
     cfg.readout = task.next_token ? READOUT_NEXT_TOKEN : task.outputs == 1 ? READOUT_REGRESSION : READOUT_CLASS;
-    cfg.mask_heads = opt.init == "mask" ? (opt.mask_per_head ? cfg.NH : 1) : 0;
+    cfg.mask_heads = find_init(opt.init)->uses & INIT_USES_MASK ? (opt.mask_per_head ? cfg.NH : 1) : 0;
     cfg.prior_layers = opt.prior_layers == "first" ? PRIOR_FIRST_LAYER : PRIOR_ALL_LAYERS;
     cfg.causal = opt.causal || task.next_token;  // a language model sees only the past
     if (task.image_input()) {
@@ -212,21 +218,15 @@ inline Initialisation initialise(Model& model, const Options& opt, const Task& t
     std::vector<float> host(model.num_params);
     Rng rng(opt.seed);
     init_default(cfg, host.data(), rng, is_language_task(opt.task) ? WEIGHTS_GPT2 : WEIGHTS_PYTORCH);
-    if (opt.init == "mask" && opt.mask_prior == "alibi") init_mask_alibi(cfg, host.data(), opt.mask_c);
-    else if (opt.init == "mask") init_mask_from_structure(cfg, host.data(), G, opt.mask_c);
-    if (opt.init == "mimetic") init_mimetic(cfg, host.data(), rng);
-    if (opt.init == "impulse") init_impulse(cfg, host.data(), rng);
+    const InitKind& kind = *find_init(opt.init);  // the flags named one (run/options.h)
+    InitContext context{model, host.data(), rng, G, opt.mask_c, opt.mask_prior == "alibi", (int)opt.qk_opt_steps,
+                        nullptr};
+    if (!(kind.uses & INIT_USES_INPUTS)) kind.apply(context);
     model_upload(model, model.params_mem, host);
     const AttentionInputs E = first_attention_inputs(model, batch_input(init.samples), samples);
-    if (opt.init == "qk-svd") {
-        init_qk_svd(cfg, host.data(), E, G, opt.mask_c);
-        init.note = fmt("closed form from %d distinct first-attention inputs", E.distinct.rows);
-    }
-    if (opt.init == "qk-opt") {
-        QkFit fit = init_qk_opt(model, host.data(), E, G, opt.mask_c, (int)opt.qk_opt_steps);
-        init.note = fmt("Adam fit, %lld steps: KL(P||A) %.4f -> %.6f", (long long)opt.qk_opt_steps, fit.kl_start,
-                        fit.kl_end);
-    }
+    context.E = &E;
+    if (kind.uses & INIT_USES_INPUTS) kind.apply(context);
+    init.note = context.note;
     model_upload(model, model.params_mem, host);
     init.check = init_check(model, batch_input(init.samples), samples, G, opt.mask_c);
     init.reference = {host, E.distinct};
@@ -262,8 +262,33 @@ inline Metadata run_metadata(const Options& opt) {
 
 // The init with its variant: mask, mask-alibi, mask-frozen, mask-alibi-frozen, or the init's name
 inline std::string init_variant(const Options& opt) {
-    return opt.init + (opt.init == "mask" && opt.mask_prior == "alibi" ? "-alibi" : "") +
-           (opt.freeze_mask ? "-frozen" : "");
+    return opt.init + (opt.mask_prior == "alibi" ? "-alibi" : "") + (opt.freeze_mask ? "-frozen" : "");
+}
+
+// Every name init_variant gives, in the order of INITS: each init, and an init with a mask with
+// its -frozen, -alibi and -alibi-frozen variants
+inline std::vector<std::string> init_variants() {
+    std::vector<std::string> names;
+    for (const InitKind& kind : INITS) {
+        const std::string name = kind.name;
+        names.push_back(name);
+        if (kind.uses & INIT_USES_MASK)
+            for (const char* variant : {"-frozen", "-alibi", "-alibi-frozen"}) names.push_back(name + variant);
+    }
+    return names;
+}
+
+// --list WHAT: one name a line, the name first (what the Python tools read), then its line of help
+inline int print_list(const std::string& what) {
+    if (what == "tasks")
+        for (const TaskKind& kind : TASKS) printf("%-14s %s\n", kind.name, kind.help);
+    if (what == "inits")
+        for (const InitKind& kind : INITS) printf("%-14s %s\n", kind.name, kind.help);
+    if (what == "variants")
+        for (const std::string& name : init_variants()) printf("%s\n", name.c_str());
+    if (what == "attention-kernels")
+        for (int v = 1; v <= ATTENTION_KERNEL_COUNT; v++) printf("%-14d %s\n", v, ATTENTION_KERNELS[v - 1].idea);
+    return 0;
 }
 
 // --out, or runs/<task>-<init variant>-s<seed>; created with its parents (mkdir -p).
@@ -322,7 +347,7 @@ inline void print_startup(const Options& opt, const Task& task, const Model& mod
     if (is_language_task(opt.task)) row("loss on", "every position; eval: loss, perplexity, bits per byte");
     else if (task.next_token)
         row("loss on", opt.loss_on == "all" ? "every position" : "the answer tokens; greedy decoding at eval");
-    const bool structured = opt.init == "mask" || opt.init == "qk-svd" || opt.init == "qk-opt";
+    const bool structured = find_init(opt.init)->uses & INIT_USES_STRUCTURE;
     row("init", fmt("%s%s%s%s", init_variant(opt).c_str(), mask_kind,
                     structured ? fmt(", c = %g", opt.mask_c).c_str() : "",
                     structured && cfg.prior_layers == PRIOR_FIRST_LAYER ? ", layer 0 only" : ""));

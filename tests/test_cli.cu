@@ -2,7 +2,9 @@
 // files a run leaves, checkpoint round trips, and bit-exact resume. Runs ./maskprior.
 #include <fstream>
 #include "test_util.h"
-#include "run/safetensors.h"
+#include "prior/inits.cuh"    // INITS: every init runs
+#include "run/safetensors.h"  // safetensors_read
+#include "tasks/registry.h"   // TASKS
 
 static const std::string TINY = MASKPRIOR + " --device cpu --width 8 --layers 1 --heads 2 --head-size 4 --mlp 8 ";
 
@@ -47,10 +49,43 @@ TEST_CASE("bad command lines get one clear line and exit code 2") {
     if (!gpu_available()) expect_error("--device cuda", "no CUDA GPU");
 }
 
+TEST_CASE("--flag=value is --flag value; --version and --list answer from the build and the tables") {
+    const std::string run = TINY + "--task maj3 --steps 3 --eval-every 3 --seed 4 --out " + TMP_PREFIX;
+    REQUIRE(run_command(run + "spaced").exit_code == 0);
+    REQUIRE(run_command(TINY + "--task=maj3 --steps=3 --eval-every=3 --seed=4 --out=" + TMP_PREFIX + "equals").exit_code == 0);
+    CHECK(read_file(TMP_PREFIX + "spaced/log.jsonl") == read_file(TMP_PREFIX + "equals/log.jsonl"));
+    expect_error("--causal=1", "--causal takes no value");
+    expect_error("--steps=", "--steps expects a whole number, got ''");
+    CommandResult version = run_command(MASKPRIOR + " --version");
+    CHECK(version.exit_code == 0);
+    CHECK(version.out.rfind("maskprior " MASKPRIOR_GIT_COMMIT "\n", 0) == 0);
+    CHECK(version.out.find(MASKPRIOR_BUILD_SETTINGS) != std::string::npos);
+    // --list: the first word of each line, in the table's order
+    auto first_words = [](const std::string& what) {
+        CommandResult r = run_command(MASKPRIOR + " --list " + what);
+        CHECK(r.exit_code == 0);
+        std::vector<std::string> words;
+        std::istringstream lines(r.out);
+        for (std::string line; std::getline(lines, line);) words.push_back(line.substr(0, line.find(' ')));
+        return words;
+    };
+    std::vector<std::string> tasks, inits, kernels;
+    for (const TaskKind& kind : TASKS) tasks.push_back(kind.name);
+    for (const InitKind& kind : INITS) inits.push_back(kind.name);
+    for (int v = 1; v <= ATTENTION_KERNEL_COUNT; v++) kernels.push_back(std::to_string(v));
+    CHECK(first_words("tasks") == tasks);
+    CHECK(first_words("inits") == inits);
+    CHECK(first_words("attention-kernels") == kernels);
+    const std::vector<std::string> variants = first_words("variants");
+    CHECK(std::find(variants.begin(), variants.end(), "mask-alibi-frozen") != variants.end());
+    CHECK(variants.size() == inits.size() + 3);  // the mask's -frozen, -alibi, -alibi-frozen
+    expect_error("--list flags", "--list must be one of tasks, inits, variants, attention-kernels");
+}
+
 TEST_CASE("bad --mask-structure files get one clear line and exit code 2") {
     expect_error("--init mask --mask-structure /nonexistent/G.txt", "cannot read --mask-structure file");
     expect_error("--init default --mask-structure /tmp/any.txt",
-                 "--mask-structure needs --init mask, qk-svd or qk-opt");
+                 "--mask-structure needs --init qk-svd, qk-opt or mask");
     { std::ofstream(TMP_PREFIX + "G_short.txt") << "1 0 1\n0 1 0\n"; }
     expect_error("--task maj3 --init mask --mask-structure " + TMP_PREFIX + "G_short.txt", "has 6 entries");
     { std::ofstream(TMP_PREFIX + "G_bad.txt") << "# a comment\n1 0\n0 2\n"; }
@@ -141,9 +176,11 @@ TEST_CASE("every init runs, reports its step-0 match and leaves the persistence 
             f << "\n";
         }
     }
-    for (const char* init : {"default", "mask", "qk-svd", "qk-opt", "mimetic"}) {
-        std::string extra = std::string(init) == "default" || std::string(init) == "mimetic"
-                                ? "" : " --mask-structure " + TMP_PREFIX + "G.txt --prior-layers first";
+    for (const InitKind& kind : INITS) {  // every init of the table but the image tasks' (test_cli_vision.cu)
+        if (kind.uses & INIT_IMAGES_ONLY) continue;
+        const char* init = kind.name;
+        std::string extra = kind.uses & INIT_USES_STRUCTURE ? " --mask-structure " + TMP_PREFIX + "G.txt --prior-layers first"
+                                                            : "";
         CommandResult r = run_command(TINY + "--task 2parity --steps 4 --eval-every 2 --qk-opt-steps 20 --layers 2 "
                                              "--init " + init + extra + " --out " + TMP_PREFIX + "init_" + init);
         CAPTURE(init);
@@ -161,7 +198,7 @@ TEST_CASE("every init runs, reports its step-0 match and leaves the persistence 
         }
         CHECK(j["qk_cosine"][0] == 1.0);  // step 0 against itself
         CHECK(j["grad_norm_qk"][0].get<double>() > 0);  // the first batch's gradient
-        if (std::string(init) == "mask") {  // the mask lives in layer 0 only
+        if (kind.uses & INIT_USES_MASK) {  // the mask lives in layer 0 only
             CHECK(j["mask_drift"][0] == 0.0);
             CHECK(j["mask_drift"][1].is_null());
             CHECK(j["grad_norm_mask"][0].get<double>() > 0);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include "layers/common.cuh"
 #include "run/pictures.h"  // stb_image_write: stbi_write_png
 #include "temp_dir.h"
@@ -93,6 +95,12 @@ inline std::string write_image_folder(const std::string& dir, int classes, int p
 }
 
 inline bool gpu_available() { return gpu_count() > 0; }
+
+// A file's whole content ("" when it cannot be read)
+inline std::string read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
 
 // The program the command-line tests run: ./maskprior, or $MASKPRIOR_BINARY (make test-sanitize
 // runs them on ./maskprior-sanitize, built with the sanitizers).

@@ -15,7 +15,8 @@ import os
 import statistics
 import sys
 
-INIT_ORDER = ["default", "qk-svd", "qk-opt", "mimetic", "mask"]
+from names import variant_rank  # the inits in the program's order (maskprior --list)
+
 PAIRS = {"add3": 10 ** 6, "mul2": 10 ** 4}
 # The paper's test accuracy (%): addition at 0.4% of the pairs and multiplication at 3%.
 PAPER = {("add3", 4000, "default"): "1.19", ("add3", 4000, "mask"): "77.49",
@@ -45,7 +46,7 @@ def main(argv):
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     devices, tested = set(), set()
-    order = lambda key: (list(PAIRS).index(key[0]), key[1], INIT_ORDER.index(key[2]) if key[2] in INIT_ORDER else 99)
+    order = lambda key: (list(PAIRS).index(key[0]), key[1], variant_rank(key[2]))
     for key in sorted(groups, key=order):
         task, train, init = key
         runs = groups[key]

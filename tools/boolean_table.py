@@ -16,7 +16,8 @@ import os
 import statistics
 import sys
 
-INIT_ORDER = ["default", "qk-svd", "qk-opt", "mimetic", "mask"]
+from names import variant_rank  # the inits in the program's order (maskprior --list)
+
 TASK_ORDER = ["2parity", "maj3", "cyclic3"]
 # The paper's cube accuracy: the baselines sit at the min-degree interpolator (default and
 # QK init alike), the mask init reaches 100 / 100 / 99.98.
@@ -54,7 +55,7 @@ def order_by(finished):
     def order(key):
         setting, task, init = key
         return (finished[setting], TASK_ORDER.index(task) if task in TASK_ORDER else 99,
-                INIT_ORDER.index(init) if init in INIT_ORDER else 99)
+                variant_rank(init))
     return order
 
 

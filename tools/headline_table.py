@@ -13,6 +13,8 @@ import os
 import statistics
 import sys
 
+from names import variant_rank  # the inits in the program's order (maskprior --list)
+
 
 def summary(values):
     """'mean' for one value, 'mean (min-max)' for several."""
@@ -34,8 +36,7 @@ def main(runs_dir, task):
                ("mse_cube", "MSE cube")]
     header = ["init", "seeds", "cube acc per seed"] + [name for _, name in columns] + ["prior mass per layer", "seconds"]
     rows = []
-    order = ["default", "qk-svd", "qk-opt", "mimetic", "mask"]
-    for init, runs in sorted(by_init.items(), key=lambda item: order.index(item[0]) if item[0] in order else 99):
+    for init, runs in sorted(by_init.items(), key=lambda item: variant_rank(item[0])):
         layers = len(runs[0]["prior_mass"])
         mass = " / ".join(f"{statistics.mean(r['prior_mass'][l] for r in runs):.3f}" for l in range(layers))
         per_seed = " ".join(f"{r['acc_cube']:.3f}" for r in sorted(runs, key=lambda r: r["seed"]))

@@ -18,7 +18,8 @@ import os
 import statistics
 import sys
 
-VARIANT_ORDER = ["default", "mask", "mask-frozen", "mask-alibi", "mask-alibi-frozen", "qk-svd", "qk-opt"]
+from names import variant_rank  # the inits in the program's order (maskprior --list)
+
 DATA_ORDER = ["tinystories", "wikitext2"]
 
 
@@ -55,7 +56,7 @@ def main(argv):
     print("|" + "|".join("---" for _ in header) + "|")
     devices, folders = set(), {}
     order = lambda key: (DATA_ORDER.index(key[0]) if key[0] in DATA_ORDER else 99,
-                         VARIANT_ORDER.index(key[1]) if key[1] in VARIANT_ORDER else 99)
+                         variant_rank(key[1]))
     for data, variant in sorted(runs, key=order):
         by_seed = runs[(data, variant)]
         metrics = [m for m, _ in by_seed.values()]

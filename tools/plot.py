@@ -26,10 +26,10 @@ import matplotlib
 matplotlib.use("Agg")  # write files only; no display needed
 import matplotlib.pyplot as plt
 
-# Inits in the order the panels read: the baseline, the QK inits, the mask (an init not listed
-# here goes last), and the colour of each in loss.png.
-INIT_ORDER = ["default", "qk-svd", "qk-opt", "mimetic", "impulse", "mask", "mask-frozen", "mask-alibi", "mask-alibi-frozen"]
-INIT_COLOUR = {init: f"C{i}" for i, init in enumerate(INIT_ORDER)}
+from names import VARIANT_ORDER, variant_rank  # the inits in the program's order (maskprior --list)
+
+# the colour of each init in loss.png (its place in the program's order)
+INIT_COLOUR = {init: f"C{i % 10}" for i, init in enumerate(VARIANT_ORDER)}
 LAYER_STYLE = ["-", "--", ":", "-."]  # persistence.png: the line style of layer 0, 1, ...
 plt.rcParams.update({"font.size": 11, "axes.titlesize": 12, "legend.fontsize": 9})
 
@@ -216,7 +216,7 @@ def main():
         fail("no run folders given")
     runs = [load_run(folder) for folder in args.runs]
     by_init = {}
-    rank = lambda init: (INIT_ORDER.index(init) if init in INIT_ORDER else len(INIT_ORDER), init)
+    rank = lambda init: (variant_rank(init), init)
     for run in sorted(runs, key=lambda r: rank(r["init"])):
         by_init.setdefault(run["init"], []).append(run)
     title = args.title or ", ".join(sorted({str(r["task"]) for r in runs if r["task"] is not None})) or "runs"

@@ -16,7 +16,8 @@ import os
 import statistics
 import sys
 
-INIT_ORDER = ["default", "mimetic", "impulse", "qk-svd", "qk-opt", "mask"]
+from names import variant_rank  # the inits in the program's order (maskprior --list)
+
 DATA_ORDER = ["fashion-mnist", "cifar10"]
 # The paper's ViT-Tiny on CIFAR-10 (heavy recipe: RandAugment, Mixup/CutMix, EMA, 300 epochs)
 PAPER = {("cifar10", "default"): "94.20", ("cifar10", "impulse"): "95.12", ("cifar10", "mask"): "95.66"}
@@ -48,7 +49,7 @@ def main(argv):
     print("|" + "|".join("---" for _ in header) + "|")
     devices = set()
     order = lambda key: (DATA_ORDER.index(key[0]) if key[0] in DATA_ORDER else 99,
-                         INIT_ORDER.index(key[1]) if key[1] in INIT_ORDER else 99)
+                         variant_rank(key[1]))
     for data, init in sorted(runs, key=order):
         by_seed = runs[(data, init)]
         devices.update(m["device"] for m in by_seed.values())

@@ -1,0 +1,49 @@
+// tasks/registry.h: every --task in one table: its name, its family and what it is in a line.
+// --help, the flag checks and `maskprior --list tasks` take the names from here; a family's tasks
+// share their flags and their recipe (run/options.h), and run/setup.cuh's make_task builds one.
+// To add a task to a family: write it in the family's file (tasks/boolean.h, tasks/arithmetic.h,
+// ...) and add its line here.
+#pragma once
+#include <string>
+
+enum TaskFamily {
+    TASKS_BOOLEAN,     // GOTU's Boolean functions on 15 bits (tasks/boolean.h)
+    TASKS_ARITHMETIC,  // Lee et al.'s arithmetic, a causal decoder (tasks/arithmetic.h)
+    TASKS_IMAGES,      // image classification with a ViT (tasks/vision.h)
+    TASKS_LANGUAGE,    // a causal language model on a token folder (tasks/language.h)
+};
+
+struct TaskKind {
+    const char* name;
+    TaskFamily family;
+    const char* help;  // one line for --help and --list tasks
+};
+
+inline const TaskKind TASKS[] = {
+    {"2parity", TASKS_BOOLEAN, "x0·x1; unseen: x0 = x1 = -1"},
+    {"maj3", TASKS_BOOLEAN, "sign(x0 + x1 + x2); unseen: x0 = x1 = -1"},
+    {"cyclic3", TASKS_BOOLEAN, "sum_i x_i x_i+1 x_i+2, i mod 15; unseen: x0 = x1 = x2 = -1"},
+    {"add3", TASKS_ARITHMETIC, "3-digit addition, answer reversed: $123+456=9750$"},
+    {"mul2", TASKS_ARITHMETIC, "2-digit multiplication, answer reversed"},
+    {"fashion-mnist", TASKS_IMAGES, "Fashion-MNIST's IDX files (Debian's dataset-fashion-mnist)"},
+    {"cifar10", TASKS_IMAGES, "CIFAR-10's official binary version (data/get_cifar.sh)"},
+    {"cifar100", TASKS_IMAGES, "CIFAR-100's official binary version"},
+    {"images", TASKS_IMAGES, "an image folder: DIR/train/<class>/*, DIR/test/<class>/*"},
+    {"lm", TASKS_LANGUAGE, "a token folder that data/prepare_text.py wrote"},
+};
+
+// The task named `name`, or nullptr
+inline const TaskKind* find_task(const std::string& name) {
+    for (const TaskKind& kind : TASKS)
+        if (name == kind.name) return &kind;
+    return nullptr;
+}
+
+inline bool task_in_family(const std::string& name, TaskFamily family) {
+    const TaskKind* kind = find_task(name);
+    return kind && kind->family == family;
+}
+
+inline bool is_image_task(const std::string& task) { return task_in_family(task, TASKS_IMAGES); }
+inline bool is_language_task(const std::string& task) { return task_in_family(task, TASKS_LANGUAGE); }
+inline bool is_arithmetic_task(const std::string& task) { return task_in_family(task, TASKS_ARITHMETIC); }
