@@ -1,14 +1,22 @@
 # maskprior: one binary, built by nvcc with cuBLAS; it trains on the GPU when there is one
-# and on the CPU otherwise.
+# and on the CPU otherwise. Each target installs the Debian packages it needs first
+# (tools/install-deps.sh).
 #   make            build ./maskprior
 #   make run        the headline experiment: default, qk-svd, qk-opt and mask init on a Boolean
 #                   task (TASK=maj3), with the table and the prior-mass plots; JOBS=N runs at once
 #                   (one per core on a CPU)
-#   make test       every test, the GPU ones on the CPU emulation of CUDA (emu/), the check
-#                   that the emulation catches four planted bugs, and the same run's bytes from
-#                   two vector widths
+#   make test       the everyday check, a few minutes after the build: every unit test (the
+#                   command line's included), the GPU tests on the CPU emulation of CUDA (emu/),
+#                   the kernel lab's checks, the scripts' tests and the documents' names
+#   make check      everything that needs no GPU: make test, then the emulated GPU tests and the
+#                   command line under the sanitizers, the four planted bugs the emulation must
+#                   catch, the same run's bytes from two vector widths, runs killed and continued,
+#                   every parser's fuzzer for a few seconds, the schedulers (CI runs this)
 #   make HOST_MARCH=x86-64-v3  the host code for any AVX2 CPU (default native); CPU_REFERENCE=1
 #                   the plain reference loops on the CPU in place of the fast paths (same bits)
+#   make ARCH=80    GPU code for another compute capability (default: this machine's GPU, else 90)
+#   make CUDA_HOME=/usr/local/cuda-13.0  that CUDA's nvcc (default: nvcc on PATH);
+#                   EXTRA_NVCCFLAGS="..." more nvcc flags (say -lineinfo for a profiler)
 #   make maskprior-emulated  ./maskprior-emulated: the same program with its kernels run on
 #                   the CPU (--device cuda); EMU_OPT="-O0 -g" to step through a CUDA thread in gdb
 #   make test-emulated  the GPU tests alone, on the emulation
@@ -20,8 +28,8 @@
 #                   hour on 2 cores; VISION_ARGS="--seeds N --epochs E", or "--paper" for a GPU)
 #   make table-lm   a causal LM on a TinyStories sample and WikiText-2: 6 inits x 2 seeds, 2000 steps
 #                   (about 40 minutes on 2 cores; LM_ARGS="--seeds N --steps S", or "--paper" for a GPU)
-#   make test-sanitize  the unit tests and a short run of each task family under AddressSanitizer and
-#                   UndefinedBehaviorSanitizer (about 17 minutes with the build; make test runs part of it)
+#   make test-sanitize  every unit test and a short run of each task family under AddressSanitizer
+#                   and UndefinedBehaviorSanitizer (about 17 minutes with the build; make check runs part)
 #   make test-faults  runs killed with SIGKILL at exact points and at 20 random moments, each continued
 #                   with --continue, must end bit-identical to an uninterrupted run
 #   make test-large the logits' kernels past 2^31 floats (a GPU with ~18 GB; also in gpu-check)
@@ -32,7 +40,12 @@
 #                   against this machine's FMA peak (tools/fma_peak)
 #   make fuzz       every input parser under libFuzzer with ASan and UBSan, 10^6 inputs each
 #                   (FUZZ_ARGS="--seconds S"; clang); make fuzz-smoke: 10 s each (tests/fuzz/)
-NVCC      ?= nvcc
+# docs/testing.md says what each test checks, docs/gpu.md what gpu-check runs.
+# The CUDA toolkit: CUDA_HOME's when given, else the nvcc on PATH (whose own cuBLAS it links)
+CUDA_HOME ?=
+NVCC      ?= $(if $(CUDA_HOME),$(CUDA_HOME)/bin/nvcc,nvcc)
+# more nvcc flags for every nvcc build (-lineinfo, -G, -Xptxas -v, ...)
+EXTRA_NVCCFLAGS ?=
 # GPU code: native code for ARCH plus PTX that newer GPUs can compile. ARCH is the compute
 # capability of this machine's GPU when nvidia-smi finds one (90 = H100/H200), else 90.
 GPU_ARCH  := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | grep -E '^[0-9]+\.[0-9]+$$' | head -1 | tr -d .)
@@ -64,7 +77,7 @@ LM_ARGS ?=
 # Host code: HOST_MARCH picks the instructions (native: this machine's widest vectors; x86-64-v3
 # for a binary that must start on any AVX2 machine, such as the GPU machine). -ffp-contract=off:
 # a multiply and an add round separately, as written, never fused, so CPU results are the same
-# bits on every x86-64 CPU and at every HOST_MARCH (layers/gemm_cpu.h; tests/march_check.sh).
+# bits on every x86-64 CPU and at every HOST_MARCH (cpu_fast/gemm.h; tests/march_check.sh).
 # -fno-trapping-math: no program here reads the floating-point exception flags, so the compiler
 # may turn a comparison into a vector select (vexp's range checks); no value changes.
 HOST_MARCH ?= native
@@ -76,10 +89,12 @@ HOST_CC   ?= gcc
 # last ones, so that `make HOST_MARCH=x86-64-v3` or `make ARCH=100` rebuilds what they shape.
 BUILD_SETTINGS := HOST_MARCH=$(HOST_MARCH) ARCH=$(ARCH) CPU_REFERENCE=$(CPU_REFERENCE)
 $(shell [ "$$(cat .build-settings 2>/dev/null)" = "$(BUILD_SETTINGS)" ] || echo "$(BUILD_SETTINGS)" > .build-settings)
+# what --version prints: the commit and the settings above
+VERSION_DEFINES = -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"' -DMASKPRIOR_BUILD_SETTINGS='"$(BUILD_SETTINGS)"'
 GENCODE   = -gencode arch=compute_$(ARCH),code=[sm_$(ARCH),compute_$(ARCH)]
 INCLUDES  = -I. $(if $(EXTRA_INCLUDE),-I$(EXTRA_INCLUDE))
-NVCCFLAGS = -O3 -std=c++17 $(GENCODE) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses \
-            -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"' $(if $(CPU_REFERENCE),-DMASKPRIOR_CPU_REFERENCE)
+NVCCFLAGS = -O3 -std=c++17 $(GENCODE) -DMASKPRIOR_CUDA_ARCH=$(ARCH) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses \
+            $(VERSION_DEFINES) $(if $(CPU_REFERENCE),-DMASKPRIOR_CPU_REFERENCE) $(EXTRA_NVCCFLAGS)
 LDLIBS    = -lcublas -lgomp -lz
 HEADERS   = $(wildcard *.cuh attention/*.cuh cpu_fast/*.h layers/*.h layers/*.cuh prior/*.h prior/*.cuh run/*.h run/*.cuh tasks/*.h)
 
@@ -89,7 +104,7 @@ HEADERS   = $(wildcard *.cuh attention/*.cuh cpu_fast/*.h layers/*.h layers/*.cu
 EMU_CXX   ?= g++
 EMU_OPT   ?= -O2
 EMU_BASE  = -std=c++17 -march=$(HOST_MARCH) -ffp-contract=off -fno-trapping-math -fopenmp -Wall -Wno-parentheses $(INCLUDES) -DMASKPRIOR_CUDA_EMULATION \
-            -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"'
+            $(VERSION_DEFINES)
 EMU_FLAGS = $(EMU_BASE) $(EMU_OPT)
 # the same tests under AddressSanitizer and UndefinedBehaviorSanitizer: out-of-bounds reads and
 # writes in a kernel beyond the emulation's guard bytes, and undefined arithmetic
@@ -107,8 +122,22 @@ DEV_NAMES    = attention_forward attention_backward
 DEV_BINS     = $(DEV_NAMES:%=dev/%)
 DEV_EMULATED = $(DEV_NAMES:%=dev/%-emulated)
 
-.PHONY: all run test test-emulated table-boolean table-arithmetic table-vision table-lm test-large sweep-2parity gpu-check gpu-include bench deps \
-        clean test-sanitize test-faults fuzz fuzz-smoke dev dev-emulated
+# ---- fuzzing (tests/fuzz/) ----
+# One libFuzzer harness per input parser (tests/fuzz/fuzz_<name>.cpp), built by clang++ with
+# AddressSanitizer and UndefinedBehaviorSanitizer (Debian's clang and libclang-rt-14-dev) into
+# tests/fuzz/bin/ (git-ignored); tests/fuzz/run_fuzz.sh runs them one after another, one core.
+#   make fuzz        FUZZ_ARGS (default: 10^6 executions per harness; "--seconds S" for a time)
+#   make fuzz-smoke  about 10 s per harness (tests/fuzz/smoke.sh, for the test suite)
+FUZZ_CXX   ?= clang++
+FUZZ_FLAGS  = -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+              -fno-sanitize-recover=all -Wall -MMD -MP $(INCLUDES)
+FUZZ_NAMES  = safetensors structure arithmetic idx cifar image token_file vocabulary
+FUZZ_BINS   = $(FUZZ_NAMES:%=tests/fuzz/bin/fuzz_%)
+FUZZ_ARGS  ?= --runs 1000000
+
+.PHONY: all run test check test-emulated table-boolean table-arithmetic table-vision table-lm test-large sweep-2parity \
+        gpu-check gpu-include bench deps-run deps-test deps-check deps-tables deps-bench clean test-sanitize test-faults \
+        fuzz fuzz-smoke dev dev-emulated
 
 all: maskprior
 
@@ -130,10 +159,10 @@ tests/emulated_tests_asan: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS) .build-setting
 # The host code under AddressSanitizer and UndefinedBehaviorSanitizer, nvcc handing the flags to
 # the host compiler (the CPU path runs every layer on the host; the kernels' own check is
 # tests/emulated_tests_asan): any report stops the program with a non-zero exit.
-SANITIZE_FLAGS = -O1 -std=c++17 $(GENCODE) $(INCLUDES) \
+SANITIZE_FLAGS = -O1 -std=c++17 $(GENCODE) -DMASKPRIOR_CUDA_ARCH=$(ARCH) $(INCLUDES) $(EXTRA_NVCCFLAGS) \
             -Xcompiler -fopenmp,-O1,-g,-march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses \
             -Xcompiler -fsanitize=address,-fsanitize=undefined,-fno-sanitize-recover=all,-fno-omit-frame-pointer \
-            -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"'
+            $(VERSION_DEFINES)
 
 maskprior-sanitize: main.cu $(HEADERS) .build-settings
 	$(NVCC) $(SANITIZE_FLAGS) -o $@ main.cu $(LDLIBS)
@@ -142,25 +171,31 @@ tests/unit_tests_sanitize: $(wildcard tests/*.cu tests/*.h) $(HEADERS) .build-se
 	$(NVCC) $(SANITIZE_FLAGS) -o $@ tests/unit_tests.cu $(LDLIBS)
 
 # the unit tests and a short run of each task family under the sanitizers (tests/sanitize.sh)
-test-sanitize: deps maskprior-sanitize tests/unit_tests_sanitize
+test-sanitize: deps-test maskprior-sanitize tests/unit_tests_sanitize
 	@sh tests/sanitize.sh
 
 # runs killed with SIGKILL at exact points and 20 times at random moments, continued, compared
-test-faults: deps maskprior
+test-faults: deps-test maskprior
 	@sh tests/test_faults.sh --timed 20
 
-# Debian packages the build and the tests need, installed when missing
-deps:
-	@sh tools/install-deps.sh
+# the Debian packages of each set (tools/install-deps.sh says what each holds)
+deps-run deps-test deps-check deps-tables deps-bench:
+	@sh tools/install-deps.sh $(@:deps-%=%)
 
-run: deps maskprior
+run: deps-run maskprior
 	@SEEDS="$(SEEDS)" OPTIMIZER=$(OPTIMIZER) sh experiments/headline.sh $(TASK)
 
-test: deps maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan maskprior-sanitize \
-      $(DEV_EMULATED)
+# what make test runs, and what make check adds to it (tests/run_all.sh)
+TEST_BINARIES  = maskprior tests/unit_tests maskprior-emulated tests/emulated_tests $(DEV_EMULATED)
+CHECK_BINARIES = tests/emulated_tests_asan maskprior-sanitize $(FUZZ_BINS)
+
+test: deps-test $(TEST_BINARIES)
 	@sh tests/run_all.sh
 
-test-emulated: deps maskprior-emulated tests/emulated_tests
+check: deps-check $(TEST_BINARIES) $(CHECK_BINARIES)
+	@sh tests/run_all.sh --check
+
+test-emulated: deps-test maskprior-emulated tests/emulated_tests
 	./tests/emulated_tests --no-intro=true
 
 dev: $(DEV_BINS)
@@ -173,19 +208,19 @@ $(DEV_BINS): dev/%: dev/%.cu dev/dev_common.h $(HEADERS) .build-settings
 $(DEV_EMULATED): dev/%-emulated: dev/%.cu dev/dev_common.h $(HEADERS) $(EMU_HEADERS) .build-settings
 	$(EMU_CXX) $(EMU_FLAGS) -o $@ -x c++ $< -x none $(EMU_LIBS)
 
-table-boolean: deps maskprior
+table-boolean: deps-tables maskprior
 	@sh experiments/boolean_table.sh $(BOOLEAN_ARGS)
 
-table-arithmetic: deps maskprior
+table-arithmetic: deps-tables maskprior
 	@sh experiments/arithmetic_table.sh $(ARITHMETIC_ARGS)
 
-table-vision: deps maskprior
+table-vision: deps-tables maskprior
 	@sh experiments/vision_table.sh $(VISION_ARGS)
 
-table-lm: deps maskprior
+table-lm: deps-tables maskprior
 	@sh experiments/lm_table.sh $(LM_ARGS)
 
-sweep-2parity: deps maskprior
+sweep-2parity: deps-tables maskprior
 	@sh experiments/sweep_2parity.sh
 
 gpu-check:
@@ -199,7 +234,7 @@ test-large: tests/unit_tests
 # for a GPU machine without them: carry gpu_include there; gpu-check uses it when present.
 # (Linking there also needs libz.so: building here with ARCH=90 HOST_MARCH=x86-64-v3 and
 # carrying the binaries avoids both.)
-gpu-include: deps
+gpu-include: deps-test
 	mkdir -p gpu_include
 	cp -r /usr/include/doctest /usr/include/nlohmann /usr/include/stb /usr/include/zlib.h /usr/include/zconf.h gpu_include/
 
@@ -207,7 +242,7 @@ gpu-include: deps
 tools/fma_peak: tools/fma_peak.c .build-settings
 	$(HOST_CC) -O2 -march=$(HOST_MARCH) -fopenmp -Wall -o $@ $<
 
-bench: deps maskprior tools/fma_peak
+bench: deps-bench maskprior tools/fma_peak
 	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} $(PYTHON) tools/bench.py
 
 clean:
@@ -215,27 +250,14 @@ clean:
 	      maskprior-sanitize tests/unit_tests_sanitize $(DEV_BINS) $(DEV_EMULATED)
 	rm -rf tests/fuzz/bin
 
-# ---- fuzzing (tests/fuzz/) ----
-# One libFuzzer harness per input parser (tests/fuzz/fuzz_<name>.cpp), built by clang++ with
-# AddressSanitizer and UndefinedBehaviorSanitizer (Debian's clang and libclang-rt-14-dev) into
-# tests/fuzz/bin/ (git-ignored); tests/fuzz/run_fuzz.sh runs them one after another, one core.
-#   make fuzz        FUZZ_ARGS (default: 10^6 executions per harness; "--seconds S" for a time)
-#   make fuzz-smoke  about 10 s per harness (tests/fuzz/smoke.sh, for the test suite)
-FUZZ_CXX   ?= clang++
-FUZZ_FLAGS  = -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
-              -fno-sanitize-recover=all -Wall -MMD -MP $(INCLUDES)
-FUZZ_NAMES  = safetensors structure arithmetic idx cifar image token_file vocabulary
-FUZZ_BINS   = $(FUZZ_NAMES:%=tests/fuzz/bin/fuzz_%)
-FUZZ_ARGS  ?= --runs 1000000
-
 # each binary also depends on the headers it includes, listed by the compiler in tests/fuzz/bin/fuzz_<name>.d
 tests/fuzz/bin/fuzz_%: tests/fuzz/fuzz_%.cpp
 	@mkdir -p tests/fuzz/bin
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $< -lz
 -include $(wildcard tests/fuzz/bin/*.d)
 
-fuzz: deps $(FUZZ_BINS)
+fuzz: deps-check $(FUZZ_BINS)
 	@sh tests/fuzz/run_fuzz.sh $(FUZZ_ARGS)
 
-fuzz-smoke: deps $(FUZZ_BINS)
+fuzz-smoke: deps-check $(FUZZ_BINS)
 	@sh tests/fuzz/smoke.sh

@@ -1,15 +1,22 @@
 #!/bin/sh
-# make test: the doctest suite (layers, attention, model, inits, tasks, command line,
-# checkpoints, the PyTorch cross-check; its GPU cases skip themselves without a GPU), the GPU
-# tests on the CPU emulation of CUDA (tests/emulated_tests, and tests/emulated_tests_asan under
-# the sanitizers), the kernel lab's programs on the emulation (dev/), the planted bugs the
-# emulation must catch (tests/planted_bugs.sh), the same run's bytes from builds at two vector
-# widths (tests/march_check.sh), the plot script's and
-# prepare_text.py's tests, the faults (runs killed and continued: tests/test_faults.sh; the
-# command-line cases on ./maskprior-sanitize: tests/sanitize.sh --quick; every parser's fuzzer
-# for a few seconds: tests/fuzz/smoke.sh), the scheduler scripts (tests/test_scheduler.sh), then
-# one closing line.
+# tests/run_all.sh [--check]: the test suite, then one closing line with the counts.
+#   make test (no argument), the everyday check: the doctest suite (layers, attention, model,
+#       inits, tasks, the command line, checkpoints, the PyTorch cross-check; its GPU cases skip
+#       themselves without a GPU), the GPU tests on the CPU emulation of CUDA
+#       (tests/emulated_tests), the kernel lab's programs on the emulation (dev/), the plot
+#       script's and prepare_text.py's tests, and the documents' names (tests/test_docs.sh)
+#   make check (--check): all of that, then the emulated GPU tests under AddressSanitizer and
+#       UndefinedBehaviorSanitizer (tests/emulated_tests_asan), the planted bugs the emulation must
+#       catch (tests/planted_bugs.sh), the same run's bytes from builds at two vector widths
+#       (tests/march_check.sh), runs killed with SIGKILL and continued (tests/test_faults.sh), the
+#       command-line cases on ./maskprior-sanitize (tests/sanitize.sh --quick), every parser's
+#       fuzzer for a few seconds (tests/fuzz/smoke.sh) and the table scripts' schedulers
+#       (tests/test_scheduler.sh)
+# docs/testing.md says what each one checks.
+check=false
+[ "${1:-}" = --check ] && check=true
 passed=0; failed=0; skipped=0; status=0
+suite_start=$(date +%s)
 # one doctest binary: its output, then its counts added to the totals
 run_doctest() {
     log=$(mktemp)
@@ -31,33 +38,42 @@ run_program() {
     esac
 }
 run_script() { run_program sh "$@"; }
-run_doctest ./tests/unit_tests
+# "name took N s": the time of each part, so that a slow one shows
+timed() {
+    what=$1; shift
+    start=$(date +%s)
+    "$@"
+    echo "($what took $(($(date +%s) - start)) s)"
+}
+
+timed "the doctest suite" run_doctest ./tests/unit_tests
 gpu_cases_skipped=$skipped
 echo "== the GPU tests on the CPU emulation of CUDA (emu/)"
-start=$(date +%s)
-run_doctest ./tests/emulated_tests
-echo "(the emulated GPU tests took $(($(date +%s) - start)) s)"
-echo "== the same under AddressSanitizer and UndefinedBehaviorSanitizer (all but the 400-step run)"
-start=$(date +%s)
-run_doctest ./tests/emulated_tests_asan -tce="a short GPU training run*"
-echo "(under the sanitizers they took $(($(date +%s) - start)) s)"
+timed "the emulated GPU tests" run_doctest ./tests/emulated_tests
 echo "== the kernel lab on the emulation: every attention version against the CPU (dev/*-emulated --quick)"
 run_program ./dev/attention_forward-emulated --quick
 run_program ./dev/attention_backward-emulated --quick
-run_script tests/planted_bugs.sh
-echo "== the CPU result at two vector widths (tests/march_check.sh)"
-run_script tests/march_check.sh
 run_script tests/test_plot.sh
 run_script tests/test_prepare_text.sh
-echo "== faults: runs killed with SIGKILL and continued (tests/test_faults.sh)"
-run_script tests/test_faults.sh --timed 2
-echo "== the command line under AddressSanitizer and UndefinedBehaviorSanitizer (tests/sanitize.sh --quick)"
-run_script tests/sanitize.sh --quick
-echo "== every input parser under libFuzzer, a few seconds each (tests/fuzz/smoke.sh)"
-run_script tests/fuzz/smoke.sh
-echo "== the table scripts' schedulers: JOBS, a Slurm array run locally (tests/test_scheduler.sh)"
-run_script tests/test_scheduler.sh
+echo "== the documents name only what exists (tests/test_docs.sh)"
+run_script tests/test_docs.sh
+
+if $check; then
+    echo "== the emulated GPU tests under AddressSanitizer and UndefinedBehaviorSanitizer (all but the 400-step run)"
+    timed "the sanitized emulated tests" run_doctest ./tests/emulated_tests_asan -tce="a short GPU training run*"
+    timed "the planted bugs" run_script tests/planted_bugs.sh
+    echo "== the CPU result at two vector widths (tests/march_check.sh)"
+    timed "the two-width check" run_script tests/march_check.sh
+    echo "== faults: runs killed with SIGKILL and continued (tests/test_faults.sh)"
+    timed "the fault test" run_script tests/test_faults.sh --timed 2
+    echo "== the command line under AddressSanitizer and UndefinedBehaviorSanitizer (tests/sanitize.sh --quick)"
+    timed "the sanitized command line" run_script tests/sanitize.sh --quick
+    echo "== every input parser under libFuzzer, a few seconds each (tests/fuzz/smoke.sh)"
+    run_script tests/fuzz/smoke.sh
+    echo "== the table scripts' schedulers: JOBS, a Slurm array run locally (tests/test_scheduler.sh)"
+    timed "the scheduler test" run_script tests/test_scheduler.sh
+fi
 [ "$gpu_cases_skipped" != 0 ] && echo "(skipped: $gpu_cases_skipped GPU cases of tests/unit_tests, as there is no GPU here;" \
     "the emulation ran them, and make gpu-check runs them on a GPU)"
-echo "tests: $passed passed, $failed failed, $skipped skipped"
+echo "tests: $passed passed, $failed failed, $skipped skipped, in $(($(date +%s) - suite_start)) s"
 [ "$status" = 0 ] && [ "$failed" = 0 ]

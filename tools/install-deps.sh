@@ -1,10 +1,22 @@
 #!/bin/sh
-# Installs the Debian packages that the build, the tests and the benchmark need, when they
-# are missing: make run, make test and make bench call this first. As root it runs apt-get;
-# otherwise sudo; where neither works it says what to install and stops.
+# tools/install-deps.sh SET: installs the Debian packages that SET needs, when they are missing;
+# the Makefile's targets call it first, each with the smallest set it needs:
+#   run    the build and make run (the JSON and image-writing headers, zlib, the plots' matplotlib)
+#   test   run's, and the tests': doctest, Boost.Context (the CUDA emulation's fibers), PyTorch (the
+#          gradient cross-check), sentencepiece (data/prepare_text.py), Fashion-MNIST (a real data set)
+#   check  test's, and clang with its sanitizer runtimes (the fuzzers)
+#   bench  run's, and PyTorch with OpenBLAS, and Fashion-MNIST (the ViT's benchmark)
+# As root it runs apt-get; otherwise sudo; where neither works it says what to install and stops.
 set -e
-needed="doctest-dev nlohmann-json3-dev libstb-dev python3-torch python3-numpy python3-matplotlib libopenblas0-pthread
-libboost-context-dev zlib1g-dev dataset-fashion-mnist python3-sentencepiece clang libclang-rt-14-dev"
+run="nlohmann-json3-dev libstb-dev zlib1g-dev python3-numpy python3-matplotlib"
+test="$run doctest-dev libboost-context-dev python3-torch libopenblas0-pthread python3-sentencepiece dataset-fashion-mnist"
+case "${1:-}" in
+    run) needed=$run ;;
+    test) needed=$test ;;
+    check) needed="$test clang libclang-rt-14-dev" ;;
+    bench) needed="$run python3-torch libopenblas0-pthread dataset-fashion-mnist" ;;
+    *) echo "usage: sh tools/install-deps.sh run|test|check|bench" >&2; exit 2 ;;
+esac
 missing=""
 for pkg in $needed; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"
