@@ -225,7 +225,8 @@ struct Model {
 inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
     if (cfg.encoding == ENCODING_SCALAR && (int)cfg.token_value.size() != cfg.V)
         fail("scalar encoding needs a value per token (%zu values for V = %d)", cfg.token_value.size(), cfg.V);
-    if (cfg.loss == LOSS_LOGISTIC && cfg.readout != READOUT_REGRESSION) fail("the logistic loss needs a regression readout");
+    if (cfg.loss == LOSS_LOGISTIC && cfg.readout != READOUT_REGRESSION)
+        fail("the logistic loss needs a regression readout");
     model.cfg = cfg;
     model.dev = dev;
     model.B = B;

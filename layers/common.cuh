@@ -1,10 +1,15 @@
-// layers/common.cuh: the small things every layer and the model lean on.
-//   - fail() (errors.h): the one way the program reports bad input
-//   - cudaCheck / cublasCheck: CUDA errors are bugs, not input; they abort with file:line
-//   - Device: where a buffer lives and where a layer runs (CPU loops or CUDA kernels)
-//   - buffer helpers that allocate, clear and copy on either device
+// layers/common.cuh: the small things every layer and the model lean on, in this order:
+//   - errors: fail() (errors.h) for bad input; cudaCheck / cublasCheck: CUDA errors are bugs, not
+//     input, and abort with file:line
+//   - devices: Device (where a buffer lives and a layer runs: CPU loops or CUDA kernels), the
+//     GPU count, the architecture check, what the device is (the GPU's name, or the CPU's model,
+//     vector width and threads)
+//   - how the GPU computes: the cuBLAS handle and Kernels (versions, TF32)
+//   - the CPU's paths: CPU_REFERENCE (the plain loops or the fast ones) and worth_threads
+//   - buffers that allocate, clear and copy on either device
+//   - launching kernels (launch_kernel, ceil_div, BLOCK), and warps (warp_max, warp_sum, UNROLL,
+//     DYNAMIC_SHARED)
 //   - Rng: a seeded xorshift64* generator (uniform and normal), so a seed fixes everything
-//   - what the device is: the GPU's name, or the CPU's model, vector width and threads
 //   - wall-clock timing
 #pragma once
 #include <cstdint>
@@ -91,17 +96,26 @@ inline int cpu_threads() {
 #define MASKPRIOR_CUDA_ARCH 0
 #endif
 
-// One line when the GPU is not the one the binary was built for: an error for an older GPU, which
-// cannot run the code at all; a note for a newer one, which compiles the binary's PTX at start-up.
+// What to say when the GPU (compute capability `present`, 80 for sm_80) is not the one the code
+// was built for (`built`): "" when it is; for an older GPU, which cannot run the code at all, an
+// error; for a newer one, which compiles the binary's PTX at start-up, a note (is_error false).
+inline std::string gpu_arch_mismatch(int built, int present, bool* is_error) {
+    *is_error = present < built;
+    if (present == built) return "";
+    const std::string line = "built for sm_" + std::to_string(built) + ", this GPU is sm_" + std::to_string(present);
+    if (*is_error) return line + ": make ARCH=" + std::to_string(present);
+    return line + ": its PTX is compiled at start-up (make ARCH=" + std::to_string(present) + " builds for it)";
+}
+
+// The line above, at start-up on a GPU: an error fails, a note goes to stderr
 inline void check_gpu_arch() {
     if (MASKPRIOR_CUDA_ARCH == 0) return;
     cudaDeviceProp prop;
     cudaCheck(cudaGetDeviceProperties(&prop, 0));
-    const int present = prop.major * 10 + prop.minor, built = MASKPRIOR_CUDA_ARCH;
-    if (present < built) fail("built for sm_%d, this GPU is sm_%d: make ARCH=%d", built, present, present);
-    if (present > built)
-        fprintf(stderr, "maskprior: note: built for sm_%d, this GPU is sm_%d: its PTX is compiled at start-up "
-                        "(make ARCH=%d builds for it)\n", built, present, present);
+    bool is_error = false;
+    const std::string line = gpu_arch_mismatch(MASKPRIOR_CUDA_ARCH, prop.major * 10 + prop.minor, &is_error);
+    if (is_error) fail("%s", line.c_str());
+    if (!line.empty()) fprintf(stderr, "maskprior: note: %s\n", line.c_str());
 }
 
 // "NVIDIA H200 (CUDA)", or the CPU's model name with its vector width and thread count
@@ -118,6 +132,9 @@ inline std::string device_name(Device dev) {
     return model + ", " + std::to_string(cpu_vector_bits()) + "-bit vectors, " +
            std::to_string(cpu_threads()) + " threads (CPU)";
 }
+
+// ----------------------------------------------------------------------------
+// how the GPU computes
 
 // The one cuBLAS handle of the process, created on first use (GPU runs only), set to the math of
 // the call about to use it: plain fp32 sgemm, or TF32 tensor cores where the caller's Kernels say
@@ -145,7 +162,7 @@ struct Kernels {
 // CPU paths: the fast ones, or (make CPU_REFERENCE=1) the plain reference loops
 
 // The matmul, attention and LayerNorm have a plain CPU loop, the reference, and a fast path
-// that sums every output in the same order (layers/gemm_cpu.h). A build with
+// that sums every output in the same order (cpu_fast/). A build with
 // -DMASKPRIOR_CPU_REFERENCE runs the reference loops everywhere: the same bits, slower; for
 // learners who want to see what the fast paths buy, and for tests/march_check.sh.
 #ifdef MASKPRIOR_CPU_REFERENCE
@@ -222,7 +239,7 @@ inline void launch_kernel(dim3 grid, dim3 block, size_t shared_bytes, Args... ar
 // ----------------------------------------------------------------------------
 // warps: 32 threads that run in lockstep. A warp reduction leaves the max (sum) of the 32 lanes'
 // values in every lane: five butterfly steps of __shfl_xor_sync (offsets 16, 8, 4, 2, 1), in
-// registers, in the same order at every run (attention_warp.cuh says more).
+// registers, in the same order at every run (attention/warp.cuh says more).
 
 constexpr int WARP = 32;
 

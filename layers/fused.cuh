@@ -2,9 +2,10 @@
 // Each pair is one block: the math, the fused kernel, the launcher the model calls, and its
 // backward. On the CPU, and on the GPU without Kernels::fast_layers (--fast-kernels), a launcher
 // calls the two layers as they are; with it (GPU) it runs the fused kernel (kernel 2 of the pair),
-// which reads its input once and launches once. The backward is the two layers' own, in reverse. The fused kernels compute the same per-element math as the separate ones; where a
-// fused kernel also changes how a row is reduced (a warp instead of one thread), its comment
-// says so, and the GPU tests hold it to the separate layers within the reduction tolerance.
+// which reads its input once and launches once. The backward is the two layers' own, in reverse.
+// The fused kernels compute the same per-element math as the separate ones; where a fused kernel
+// also changes how a row is reduced (a warp instead of one thread), its comment says so, and the
+// GPU tests hold it to the separate layers within the reduction tolerance.
 //
 // What fusing teaches: the layers of a transformer block are small and touch every activation
 // once, so their time is the time to move the activations through memory, and launching a

@@ -265,8 +265,9 @@ inline void check_task_flags(const Options& o, const std::vector<std::string>& f
     if (language && o.data_dir.empty() && o.generate.empty())
         fail("--task lm needs --data-dir DIR, a folder that data/prepare_text.py wrote");
     const bool mask = find_init(o.init)->uses & INIT_USES_MASK;
-    if (o.mask_prior == "alibi" && !mask) fail("--mask-prior alibi needs --init %s", init_names(INIT_USES_MASK).c_str());
-    if (o.freeze_mask && !mask) fail("--freeze-mask needs --init %s", init_names(INIT_USES_MASK).c_str());
+    const std::string mask_inits = init_names(INIT_USES_MASK);
+    if (o.mask_prior == "alibi" && !mask) fail("--mask-prior alibi needs --init %s", mask_inits.c_str());
+    if (o.freeze_mask && !mask) fail("--freeze-mask needs --init %s", mask_inits.c_str());
 }
 
 // The recipe's defaults: a Vision Transformer trains with warmup and cosine decay, gradient
@@ -287,15 +288,14 @@ inline void resolve_recipe(Options& o) {
 // The flags that take no value, and those that take one
 static const char* SWITCHES[] = {"--mask-per-head", "--causal", "--tf32", "--fast-kernels", "--no-flip",
                                  "--coarse-labels", "--freeze-mask", "--continue", "--help", "-h", "--version"};
-static const char* VALUED[] = {"--task", "--init", "--device", "--optimizer", "--seed", "--steps", "--epochs", "--batch",
-                               "--lr", "--wd", "--mask-wd", "--width", "--layers", "--heads", "--head-size", "--mlp",
-                               "--mask-c", "--eval-every", "--log-every", "--out", "--save", "--resume", "--dump-state",
-                               "--mask-structure", "--prior-layers", "--qk-opt-steps", "--encoding", "--loss",
-                               "--data-frac", "--train-file", "--test-file", "--max-test", "--loss-on", "--data-dir",
-                               "--patch", "--pool", "--mask-window", "--crop-pad", "--resize", "--schedule",
-                               "--warmup", "--min-lr", "--clip-grad", "--label-smoothing", "--seq-len",
-                               "--eval-windows", "--mask-prior", "--generate", "--prompt", "--sample-tokens",
-                               "--temperature", "--top-k", "--checkpoint-every", "--attention-kernel", "--list"};
+static const char* VALUED[] = {
+    "--task", "--init", "--device", "--optimizer", "--seed", "--steps", "--epochs", "--batch", "--lr", "--wd",
+    "--mask-wd", "--width", "--layers", "--heads", "--head-size", "--mlp", "--mask-c", "--eval-every", "--log-every",
+    "--out", "--save", "--resume", "--dump-state", "--mask-structure", "--prior-layers", "--qk-opt-steps",
+    "--encoding", "--loss", "--data-frac", "--train-file", "--test-file", "--max-test", "--loss-on", "--data-dir",
+    "--patch", "--pool", "--mask-window", "--crop-pad", "--resize", "--schedule", "--warmup", "--min-lr",
+    "--clip-grad", "--label-smoothing", "--seq-len", "--eval-windows", "--mask-prior", "--generate", "--prompt",
+    "--sample-tokens", "--temperature", "--top-k", "--checkpoint-every", "--attention-kernel", "--list"};
 
 // The command line as words, with each --flag=value as the two words --flag value; a valued
 // flag's next word is its value, whatever it holds (--prompt "--x=1" stays one word).
@@ -320,7 +320,7 @@ inline std::vector<std::string> command_words(int argc, char** argv) {
 // The commit and the settings this binary was built with (the Makefile compiles them in)
 inline void print_version() {
 #if defined(MASKPRIOR_CUDA_EMULATION)
-    const std::string compilers = "the host compiler alone (g++ " __VERSION__ "), with the CPU emulation of CUDA (emu/)";
+    const std::string compilers = "g++ " __VERSION__ " alone, with the CPU emulation of CUDA (emu/)";
 #else
     const std::string compilers = "nvcc " + std::to_string(__CUDACC_VER_MAJOR__) + "." +
                                   std::to_string(__CUDACC_VER_MINOR__) + " and g++ " __VERSION__;

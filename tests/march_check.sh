@@ -4,7 +4,7 @@
 # x86-64-v2 (SSE only: 128-bit vectors, no FMA, no AVX) with the plain reference loops
 # (CPU_REFERENCE=1) train the same short run, at 2 threads and at 1, and must write the same
 # bytes: every tensor of the checkpoint and every line of log.jsonl (the evaluations, prior
-# mass and persistence included). layers/gemm_cpu.h says why they can: every sum keeps the
+# mass and persistence included). cpu_fast/gemm.h says why they can: every sum keeps the
 # reference's order whatever the lanes, and -ffp-contract=off keeps a multiply and an add two
 # roundings on every CPU.
 # Exit 0 when they match, 1 when they do not or a build or run fails.

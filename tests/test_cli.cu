@@ -52,7 +52,8 @@ TEST_CASE("bad command lines get one clear line and exit code 2") {
 TEST_CASE("--flag=value is --flag value; --version and --list answer from the build and the tables") {
     const std::string run = TINY + "--task maj3 --steps 3 --eval-every 3 --seed 4 --out " + TMP_PREFIX;
     REQUIRE(run_command(run + "spaced").exit_code == 0);
-    REQUIRE(run_command(TINY + "--task=maj3 --steps=3 --eval-every=3 --seed=4 --out=" + TMP_PREFIX + "equals").exit_code == 0);
+    const std::string equals = TINY + "--task=maj3 --steps=3 --eval-every=3 --seed=4 --out=" + TMP_PREFIX + "equals";
+    REQUIRE(run_command(equals).exit_code == 0);
     CHECK(read_file(TMP_PREFIX + "spaced/log.jsonl") == read_file(TMP_PREFIX + "equals/log.jsonl"));
     expect_error("--causal=1", "--causal takes no value");
     expect_error("--steps=", "--steps expects a whole number, got ''");
@@ -80,6 +81,16 @@ TEST_CASE("--flag=value is --flag value; --version and --list answer from the bu
     CHECK(std::find(variants.begin(), variants.end(), "mask-alibi-frozen") != variants.end());
     CHECK(variants.size() == inits.size() + 3);  // the mask's -frozen, -alibi, -alibi-frozen
     expect_error("--list flags", "--list must be one of tasks, inits, variants, attention-kernels");
+}
+
+TEST_CASE("a GPU of another architecture than the build's: an error for an older one, a note for a newer") {
+    bool is_error = true;
+    CHECK(gpu_arch_mismatch(90, 90, &is_error).empty());
+    CHECK(!is_error);
+    CHECK(gpu_arch_mismatch(90, 80, &is_error) == "built for sm_90, this GPU is sm_80: make ARCH=80");
+    CHECK(is_error);
+    CHECK(gpu_arch_mismatch(90, 100, &is_error).rfind("built for sm_90, this GPU is sm_100: its PTX is compiled", 0) == 0);
+    CHECK(!is_error);
 }
 
 TEST_CASE("bad --mask-structure files get one clear line and exit code 2") {
@@ -179,8 +190,8 @@ TEST_CASE("every init runs, reports its step-0 match and leaves the persistence 
     for (const InitKind& kind : INITS) {  // every init of the table but the image tasks' (test_cli_vision.cu)
         if (kind.uses & INIT_IMAGES_ONLY) continue;
         const char* init = kind.name;
-        std::string extra = kind.uses & INIT_USES_STRUCTURE ? " --mask-structure " + TMP_PREFIX + "G.txt --prior-layers first"
-                                                            : "";
+        const std::string structure = " --mask-structure " + TMP_PREFIX + "G.txt --prior-layers first";
+        const std::string extra = kind.uses & INIT_USES_STRUCTURE ? structure : "";
         CommandResult r = run_command(TINY + "--task 2parity --steps 4 --eval-every 2 --qk-opt-steps 20 --layers 2 "
                                              "--init " + init + extra + " --out " + TMP_PREFIX + "init_" + init);
         CAPTURE(init);

@@ -188,8 +188,8 @@ TEST_CASE("emulation: cuBLAS's column-major products, checked against row-major 
     std::vector<float> small(16, 1.0f);
     GpuBuffer g_small(small);
     const float one = 1.0f, zero = 0.0f;
-    CHECK(cublasSgemm(cublas_handle(false), CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, g_small.ptr, 3, g_small.ptr, 4, &zero,
-                      g_small.ptr, 4) == CUBLAS_STATUS_INVALID_VALUE);
+    CHECK(cublasSgemm(cublas_handle(false), CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, g_small.ptr, 3, g_small.ptr, 4,
+                      &zero, g_small.ptr, 4) == CUBLAS_STATUS_INVALID_VALUE);
     CHECK(cublasSgemm(cublas_handle(false), CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, small.data(), 4, g_small.ptr, 4,
                       &zero, g_small.ptr, 4) == CUBLAS_STATUS_EXECUTION_FAILED);
 }

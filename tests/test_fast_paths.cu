@@ -62,8 +62,8 @@ static void check_matmul_fast_path() {
             const F* b = with_bias ? bias.data() : nullptr;
             std::vector<F> out_ref((size_t)s.N * s.OC), dinp_ref = dinp0, dweight_ref = dweight0, dbias_ref = dbias0;
             matmul_forward_cpu(out_ref.data(), inp.data(), weight.data(), b, s.N, s.C, s.OC);
-            matmul_backward_cpu(dinp_ref.data(), dweight_ref.data(), with_bias ? dbias_ref.data() : nullptr, dout.data(),
-                                inp.data(), weight.data(), s.N, s.C, s.OC);
+            matmul_backward_cpu(dinp_ref.data(), dweight_ref.data(), with_bias ? dbias_ref.data() : nullptr,
+                                dout.data(), inp.data(), weight.data(), s.N, s.C, s.OC);
             at_thread_counts([&] {
                 std::vector<F> out(out_ref.size()), dinp = dinp0, dweight = dweight0, dbias = dbias0;
                 matmul_forward_cpu_fast(out.data(), inp.data(), weight.data(), b, s.N, s.C, s.OC);
@@ -103,13 +103,14 @@ TEST_CASE("fast CPU attention: the reference loops' bits, forward and backward")
             std::vector<float> out_ref(rows * s.NH * s.HS), att_ref(att_n), term(mask.size());
             std::vector<float> dqkv_ref = dqkv0, dmask_ref = dmask0, dscores_ref = given_dscores;
             attention_forward_cpu(out_ref.data(), att_ref.data(), qkv.data(), m, term.data(), s);
-            attention_backward_cpu(dqkv_ref.data(), dmask_ref.data(), dscores_ref.data(), dy, qkv.data(), att_ref.data(),
-                                   m, s);
+            attention_backward_cpu(dqkv_ref.data(), dmask_ref.data(), dscores_ref.data(), dy, qkv.data(),
+                                   att_ref.data(), m, s);
             at_thread_counts([&] {
                 std::vector<float> out(out_ref.size()), att(att_n), dqkv = dqkv0, dmask = dmask0;
                 std::vector<float> dscores = given_dscores;
                 attention_forward_cpu_fast(out.data(), att.data(), qkv.data(), m, term.data(), s);
-                attention_backward_cpu_fast(dqkv.data(), dmask.data(), dscores.data(), dy, qkv.data(), att.data(), m, s);
+                attention_backward_cpu_fast(dqkv.data(), dmask.data(), dscores.data(), dy, qkv.data(), att.data(), m,
+                                            s);
                 expect_same_bits("out", out, out_ref);
                 expect_same_bits("att", att, att_ref);
                 expect_same_bits("dscores", dscores, dscores_ref);

@@ -86,8 +86,8 @@ TEST_CASE("GPU embedding, layernorm, gelu, residual and position pick match the 
         expect_close("layernorm rstd", g_rstd.get(), rstd, REDUCTION);
         layernorm_backward_cpu(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), mean.data(),
                                rstd.data(), N, s.C);
-        layernorm_backward(DEVICE_GPU, Kernels{}, g_dx.ptr, g_dw.ptr, g_db.ptr, g_dout.ptr, g_x.ptr, g_w.ptr, g_mean.ptr,
-                           g_rstd.ptr, N, s.C);
+        layernorm_backward(DEVICE_GPU, Kernels{}, g_dx.ptr, g_dw.ptr, g_db.ptr, g_dout.ptr, g_x.ptr, g_w.ptr,
+                           g_mean.ptr, g_rstd.ptr, N, s.C);
         expect_close("layernorm dinp", g_dx.get(), dx, REDUCTION);
         expect_close("layernorm dweight", g_dw.get(), dw, REDUCTION);
         expect_close("layernorm dbias", g_db.get(), db, REDUCTION);
@@ -137,12 +137,13 @@ TEST_CASE("GPU matmul (cuBLAS) matches the CPU loops, with and without bias" * d
             std::vector<float> dW = random_vector<float>((size_t)s.OC * s.C, rng), db = random_vector<float>(s.OC, rng);
             GpuBuffer g_x(x), g_W(W), g_bias(bias), g_dout(dout), g_out(out), g_dx(dx), g_dW(dW), g_db(db);
             matmul_forward_cpu(out.data(), x.data(), W.data(), with_bias ? bias.data() : nullptr, N, s.C, s.OC);
-            matmul_forward(DEVICE_GPU, Kernels{}, g_out.ptr, g_x.ptr, g_W.ptr, with_bias ? g_bias.ptr : nullptr, N, s.C, s.OC);
+            matmul_forward(DEVICE_GPU, Kernels{}, g_out.ptr, g_x.ptr, g_W.ptr, with_bias ? g_bias.ptr : nullptr, N, s.C,
+                           s.OC);
             expect_close("matmul out", g_out.get(), out, REDUCTION);
             matmul_backward_cpu(dx.data(), dW.data(), with_bias ? db.data() : nullptr, dout.data(), x.data(),
                                 W.data(), N, s.C, s.OC);
-            matmul_backward(DEVICE_GPU, Kernels{}, g_dx.ptr, g_dW.ptr, with_bias ? g_db.ptr : nullptr, g_dout.ptr, g_x.ptr,
-                            g_W.ptr, N, s.C, s.OC);
+            matmul_backward(DEVICE_GPU, Kernels{}, g_dx.ptr, g_dW.ptr, with_bias ? g_db.ptr : nullptr, g_dout.ptr,
+                            g_x.ptr, g_W.ptr, N, s.C, s.OC);
             expect_close("matmul dinp", g_dx.get(), dx, REDUCTION);
             expect_close("matmul dweight", g_dW.get(), dW, REDUCTION);
             expect_close("matmul dbias", g_db.get(), db, REDUCTION);
@@ -169,7 +170,8 @@ TEST_CASE("GPU losses and AdamW match the CPU" * doctest::skip(NO_GPU)) {
         std::vector<float> probs((size_t)N * V), dlogits = random_vector<float>((size_t)N * V, rng);
         GpuBuffer g_logits(logits), g_classes(classes), g_weights(weights), g_probs(probs), g_dlogits(dlogits);
         crossentropy_forward_cpu(losses.data(), probs.data(), logits.data(), classes.data(), weights.data(), N, V);
-        crossentropy_forward(DEVICE_GPU, Kernels{}, g_losses.ptr, g_probs.ptr, g_logits.ptr, g_classes.ptr, g_weights.ptr, N, V);
+        crossentropy_forward(DEVICE_GPU, Kernels{}, g_losses.ptr, g_probs.ptr, g_logits.ptr, g_classes.ptr,
+                             g_weights.ptr, N, V);
         expect_close("cross-entropy losses", g_losses.get(), losses, REDUCTION);
         expect_close("cross-entropy probs", g_probs.get(), probs, REDUCTION);
         crossentropy_backward_cpu(dlogits.data(), probs.data(), classes.data(), weights.data(), 3.0f, N, V);
@@ -505,8 +507,8 @@ TEST_CASE("GPU cross-entropy with label smoothing matches the CPU" * doctest::sk
             GpuBuffer g_dlogits(dlogits);
             crossentropy_forward_cpu(losses.data(), probs.data(), logits.data(), classes.data(), weights.data(), N, V,
                                      smoothing);
-            crossentropy_forward(DEVICE_GPU, Kernels{}, g_losses.ptr, g_probs.ptr, g_logits.ptr, g_classes.ptr, g_weights.ptr,
-                                 N, V, smoothing);
+            crossentropy_forward(DEVICE_GPU, Kernels{}, g_losses.ptr, g_probs.ptr, g_logits.ptr, g_classes.ptr,
+                                 g_weights.ptr, N, V, smoothing);
             expect_close("cross-entropy losses", g_losses.get(), losses, REDUCTION);
             expect_close("cross-entropy probs", g_probs.get(), probs, REDUCTION);
             crossentropy_backward_cpu(dlogits.data(), probs.data(), classes.data(), weights.data(), 3.0f, N, V,

@@ -19,13 +19,13 @@ TEST_CASE("GPU fused kernels match the CPU; bias + GELU gives the separate kerne
         auto a = random_vector<float>((size_t)N * s.C, rng), b = random_vector<float>((size_t)N * s.C, rng);
         auto w = random_vector<float>(s.C, rng), bias = random_vector<float>(s.C, rng);
         std::vector<float> residual((size_t)N * s.C), out((size_t)N * s.C), mean(N), rstd(N);
-        residual_layernorm_forward(DEVICE_CPU, Kernels{}, residual.data(), out.data(), mean.data(), rstd.data(), a.data(),
-                                   b.data(), w.data(), bias.data(), N, s.C);
+        residual_layernorm_forward(DEVICE_CPU, Kernels{}, residual.data(), out.data(), mean.data(), rstd.data(),
+                                   a.data(), b.data(), w.data(), bias.data(), N, s.C);
         GpuBuffer g_a(a), g_b(b), g_w(w), g_bias(bias);
         GpuBuffer g_residual{std::vector<float>(residual.size(), NAN)}, g_out{std::vector<float>(out.size(), NAN)};
         GpuBuffer g_mean{std::vector<float>(N, NAN)}, g_rstd{std::vector<float>(N, NAN)};
-        residual_layernorm_forward(DEVICE_GPU, fast_layers(), g_residual.ptr, g_out.ptr, g_mean.ptr, g_rstd.ptr, g_a.ptr,
-                                   g_b.ptr, g_w.ptr, g_bias.ptr, N, s.C);
+        residual_layernorm_forward(DEVICE_GPU, fast_layers(), g_residual.ptr, g_out.ptr, g_mean.ptr, g_rstd.ptr,
+                                   g_a.ptr, g_b.ptr, g_w.ptr, g_bias.ptr, N, s.C);
         expect_close("residual", g_residual.get(), residual, ELEMENTWISE);
         expect_close("layernorm out", g_out.get(), out, REDUCTION);
         expect_close("layernorm mean", g_mean.get(), mean, REDUCTION);
@@ -34,8 +34,8 @@ TEST_CASE("GPU fused kernels match the CPU; bias + GELU gives the separate kerne
         auto inp = random_vector<float>((size_t)N * s.C, rng), weight = random_vector<float>((size_t)s.OC * s.C, rng);
         auto fc_bias = random_vector<float>(s.OC, rng);
         std::vector<float> pre((size_t)N * s.OC), gelu(pre.size());
-        matmul_bias_gelu_forward(DEVICE_CPU, Kernels{}, pre.data(), gelu.data(), inp.data(), weight.data(), fc_bias.data(), N, s.C,
-                                 s.OC);
+        matmul_bias_gelu_forward(DEVICE_CPU, Kernels{}, pre.data(), gelu.data(), inp.data(), weight.data(),
+                                 fc_bias.data(), N, s.C, s.OC);
         GpuBuffer g_inp(inp), g_weight(weight), g_fc_bias(fc_bias);
         std::vector<float> gpu[2][2];  // [fused][pre, gelu]
         for (bool on : {false, true}) {

@@ -32,7 +32,7 @@ Method
 - FMA peak: tools/fma_peak, built for the same -march as ./maskprior, runs fused multiply-adds on
   registers only, at 1 thread and at OMP_NUM_THREADS. Every rate is also printed as a share of
   the peak at its own thread count. ./maskprior multiplies and adds separately (the same bits
-  on every CPU: layers/gemm_cpu.h), so on a core whose FMA units also do the plain multiplies
+  on every CPU: cpu_fast/gemm.h), so on a core whose FMA units also do the plain multiplies
   and adds it can reach at most half of that peak.
 - Rates are medians over windows (shared CPUs are noisy); the spread column gives the slowest
   and the fastest window. Other processes' CPU use during the run is measured from /proc/stat
