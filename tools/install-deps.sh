@@ -5,6 +5,7 @@
 #   test   run's, and the tests': doctest, Boost.Context (the CUDA emulation's fibers), PyTorch (the
 #          gradient cross-check), sentencepiece (data/prepare_text.py), Fashion-MNIST (a real data set)
 #   check  test's, and clang with its sanitizer runtimes (the fuzzers)
+#   tables run's, and Fashion-MNIST (the vision table) and sentencepiece (the language table's data)
 #   bench  run's, and PyTorch with OpenBLAS, and Fashion-MNIST (the ViT's benchmark)
 # As root it runs apt-get; otherwise sudo; where neither works it says what to install and stops.
 set -e
@@ -14,8 +15,9 @@ case "${1:-}" in
     run) needed=$run ;;
     test) needed=$test ;;
     check) needed="$test clang libclang-rt-14-dev" ;;
+    tables) needed="$run dataset-fashion-mnist python3-sentencepiece" ;;
     bench) needed="$run python3-torch libopenblas0-pthread dataset-fashion-mnist" ;;
-    *) echo "usage: sh tools/install-deps.sh run|test|check|bench" >&2; exit 2 ;;
+    *) echo "usage: sh tools/install-deps.sh run|test|check|tables|bench" >&2; exit 2 ;;
 esac
 missing=""
 for pkg in $needed; do

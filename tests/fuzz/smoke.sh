@@ -9,7 +9,7 @@
 # that a smoke test never clobbers what a make fuzz left in tests/fuzz/out/).
 cd "$(dirname "$0")/../.." || exit 1
 if ! command -v "${FUZZ_CXX:-clang++}" >/dev/null 2>&1; then
-    echo "fuzz smoke test: skipped (no ${FUZZ_CXX:-clang++}; make deps installs clang)"
+    echo "fuzz smoke test: skipped (no ${FUZZ_CXX:-clang++}; make check installs clang)"
     exit 77
 fi
 echo "== the fuzzers, ${FUZZ_SMOKE_SECONDS:-10} s each (tests/fuzz/run_fuzz.sh)"
