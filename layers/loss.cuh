@@ -1,4 +1,4 @@
-// layers/loss.cuh: the losses at the top of the model: MSE or logistic for the regression head,
+// layers/loss.cuh: the losses at the top of the model: MSE or logistic for the regression readout,
 // cross-entropy for classes. Each writes one loss per row; the model averages them on the
 // host in a fixed order, so the loss is reproducible.
 // Targets are floats: a value (MSE), a ±1 label (logistic), a class id (cross-entropy).

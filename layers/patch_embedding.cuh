@@ -1,5 +1,5 @@
 // layers/patch_embedding.cuh: what turns an image into the first residual stream of a Vision
-// Transformer, and the mean pooling a ViT head may read instead of CLS.
+// Transformer, and the mean pooling a ViT's readout may read instead of CLS.
 //   patchify:   the image cut into P x P squares, each flattened channel-first
 //   (a linear layer, layers/matmul.cuh, maps each flattened patch to C: the patch embedding)
 //   assemble:   CLS first, then the embedded patches, plus the position embedding

@@ -1,5 +1,5 @@
 // layers/pointwise.cuh: the layers that touch each element on its own, or copy one: GELU, the
-// residual add, and the position pick that feeds the regression and classification heads.
+// residual add, and the position pick that feeds the regression and classification readouts.
 // Each as one block: the math, the CPU loop, kernel1, and the launcher the model calls.
 // Every backward accumulates (+=) into its gradients; model_zero_grad clears them.
 #pragma once
@@ -98,7 +98,7 @@ inline void residual_backward(Device dev, float* da, float* db, const float* dou
 }
 
 // ----------------------------------------------------------------------------
-// Summary pick: the regression and classification heads read one position of each row,
+// Summary pick: the regression and classification readouts read one position of each row,
 // `pos`: 0 (CLS) for bidirectional attention; the last position for causal attention, the
 // only one that sees the whole sequence (position 0 sees only itself there).
 //   out[b,:] = inp[b,pos,:]        backward: dinp[b,pos,:] += dout[b,:]

@@ -147,7 +147,7 @@ inline TrainingState checkpoint_load(const std::string& path, const Config& c, M
 }
 
 // One batch of a forward and backward pass, for --dump-state: tokens (rows,T) or, for an image
-// model, pixels (rows, channels, H, W); targets (rows) or, for the next-token head, (rows,T);
+// model, pixels (rows, channels, H, W); targets (rows) or, for the next-token readout, (rows,T);
 // loss_mask (rows,T) or empty (every position counts).
 struct DumpedBatch {
     const std::vector<int>& tokens;

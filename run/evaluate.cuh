@@ -44,7 +44,7 @@ inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, c
     const int per_example = token_losses ? c.T : task.next_token ? (int)decode_at.size() : c.OUT;
     const float smoothing = model.label_smoothing;
     model.label_smoothing = 0;
-    std::vector<float> outputs((size_t)model.B * per_example);  // (rows, per_example): the head, or decoded tokens
+    std::vector<float> outputs((size_t)model.B * per_example);  // (rows, per_example): the readout, or decoded tokens
     const std::unique_ptr<Scorer> scorer = task.scorer();
     std::vector<float> att((size_t)model.B * c.NH * TT);  // (rows,NH,T,T) one layer's A
     Evaluation ev;
@@ -89,7 +89,7 @@ inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, c
     return ev;
 }
 
-// Top-1 accuracy on the training batches since the last evaluation, for a classification head
+// Top-1 accuracy on the training batches since the last evaluation, for a classification readout
 // (on the augmented images the model trained on, as ViT training logs report it), read from the
 // logits the training forward pass left: one copy of (B, classes) floats per step.
 struct TrainAccuracy {

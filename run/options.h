@@ -96,7 +96,7 @@ images (a Vision Transformer: CLS + patches)
                       cifar10 | cifar100: the official binary version's
                       folder; images: DIR/train/<class>/*, DIR/test/<class>/*
   --patch P           patch side; must divide the image's sides         (4)
-  --pool W            cls | mean: the head reads CLS or the patches' mean (cls)
+  --pool W            cls | mean: the readout reads CLS or the patches' mean (cls)
   --mask-window K     G: a patch sees the K x K patches around it (odd)   (3)
   --crop-pad N        random crop with N pixels of padding; 0: none      (4)
   --no-flip           no random horizontal flip

@@ -119,7 +119,8 @@ inline Config model_config(const Options& opt, const Task& task) {
         fail("--pool is for the image tasks");
     }
     if (opt.label_smoothing > 0 && cfg.readout == READOUT_REGRESSION)
-        fail("--label-smoothing needs a classification or next-token head; task %s is a regression", opt.task.c_str());
+        fail("--label-smoothing needs a classification or next-token readout; task %s is a regression",
+             opt.task.c_str());
     if (opt.encoding == "scalar") {
         cfg.encoding = ENCODING_SCALAR;
         cfg.token_value = task.token_values();
@@ -129,9 +130,9 @@ inline Config model_config(const Options& opt, const Task& task) {
     if (opt.loss == "logistic") {
         cfg.loss = LOSS_LOGISTIC;
         if (cfg.readout != READOUT_REGRESSION)
-            fail("--loss logistic needs a regression head; task %s has %d classes", opt.task.c_str(), cfg.OUT);
+            fail("--loss logistic needs a regression readout; task %s has %d classes", opt.task.c_str(), cfg.OUT);
         std::vector<int> tokens(task.seq_len);
-        float y;  // one target: the head is a regression head
+        float y;  // one target: the readout is a regression
         for (int i = 0; i < task.train_size(); i++) {
             task.train_example(i, 0, token_slot(tokens.data(), &y));
             if (y != 1.0f && y != -1.0f)
@@ -140,7 +141,8 @@ inline Config model_config(const Options& opt, const Task& task) {
     }
     // The kernels index the body's activations with int row counts; keep the largest, B·T times
     // its widest row, below 2^31 floats. The logits (B·T·V for a language model) are indexed in
-    // 64 bits everywhere and may pass 2^31 (tests/test_gpu_language.cu's "past 2^31" case proves it on a GPU).
+    // 64 bits everywhere and may pass 2^31 (the "past 2^31" case of tests/test_gpu_language.cu shows it
+    // on a GPU).
     const long long widest = std::max({cfg.C, cfg.qkv_width(), cfg.MLP, cfg.NH * cfg.T});
     const long long largest = (long long)opt.batch * cfg.T * widest;
     if (largest >= (1LL << 31))

@@ -1,6 +1,6 @@
 // tasks/task.h: what a task gives the trainer. Host-only C++: no CUDA
 // and nothing of the model, so every task is testable anywhere.
-//   - the shapes: vocabulary, sequence length T, head (regression, classes or next token), outputs;
+//   - the shapes: vocabulary, sequence length T, readout (regression, classes or next token), outputs;
 //     an image task's input is pixels (its image shape) where other tasks give token ids
 //   - training examples by index and draw (the random choices of one use of an example, such as
 //     an image's augmentation), and the order they come in (seeded shuffled epochs)

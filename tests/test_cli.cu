@@ -284,7 +284,7 @@ TEST_CASE("--dump-state writes the batch, the loss and a gradient for every para
             params++;
             CHECK_MESSAGE(dump.find("grad." + t.name), t.name);
         }
-    CHECK(params == 2 + 13 + 4);  // wte wpe, 13 per layer (mask included), ln_f and head
+    CHECK(params == 2 + 13 + 4);  // wte wpe, 13 per layer (mask included), ln_f and the readout (head.*)
     CHECK(!dump.find("wval"));
     CHECK(!dump.find("token_values"));
     CHECK(dump.metadata["encoding"] == "token");
@@ -323,7 +323,7 @@ TEST_CASE("arithmetic: bad flags and bad data files get one clear line and exit 
     expect_error("--task add3 --data-frac 1.5", "--data-frac must be below 1");
     expect_error("--task add3 --data-frac 0.1 --train-file /tmp/x.txt", "not both");
     expect_error("--task add3 --loss-on some", "--loss-on must be one of answer, all");
-    expect_error("--task add3 --loss logistic", "--loss logistic needs a regression head");
+    expect_error("--task add3 --loss logistic", "--loss logistic needs a regression readout");
     expect_error("--task mul2 --data-frac 0.00001", "is no training pair");
     expect_error("--task add3 --train-file /nonexistent/train.txt", "cannot open arithmetic data file");
     { std::ofstream(TMP_PREFIX + "add_bad.txt") << "$123+456=9750$\n$12+34=99$\n"; }

@@ -22,7 +22,7 @@ TEST_CASE("image tasks: bad flags and missing data get one clear line and exit c
     expect_error("--task maj3 --patch 2", "--patch is for the image tasks");
     expect_error("--task maj3 --pool mean", "--pool is for the image tasks");
     expect_error("--task maj3 --init impulse", "--init impulse is for the image tasks");
-    expect_error("--task maj3 --label-smoothing 0.1", "needs a classification or next-token head");
+    expect_error("--task maj3 --label-smoothing 0.1", "needs a classification or next-token readout");
     expect_error(images + "--coarse-labels", "--coarse-labels is for cifar100");
     expect_error(images + "--label-smoothing 1", "--label-smoothing must be below 1");
     expect_error(images + "--schedule linear", "--schedule must be one of constant, cosine");

@@ -466,7 +466,7 @@ TEST_CASE("a training step with scalar encoding and logistic loss: GPU matches t
     }
 }
 
-// The causal decoder: next-token head at every position, loss on the answer tokens only.
+// The causal decoder: next-token readout at every position, loss on the answer tokens only.
 TEST_CASE("a training step of the causal decoder on add3: GPU matches the CPU" * doctest::skip(NO_GPU)) {
     ArithmeticData data;
     data.data_frac = 0.002;

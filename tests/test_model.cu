@@ -5,12 +5,12 @@
 #include "prior/init.cuh"
 #include "tasks/boolean.h"
 
-static Config tiny_config(int mask_heads, bool causal, ReadoutType head = READOUT_REGRESSION,
+static Config tiny_config(int mask_heads, bool causal, ReadoutType readout = READOUT_REGRESSION,
                           Encoding encoding = ENCODING_TOKEN, LossType loss = LOSS_MSE) {
     Config c;
     c.V = 3; c.T = 6; c.C = 8; c.L = 2; c.NH = 2; c.HS = 3; c.MLP = 10;
-    c.OUT = head == READOUT_REGRESSION ? 1 : head == READOUT_CLASS ? 4 : c.V;
-    c.readout = head;
+    c.OUT = readout == READOUT_REGRESSION ? 1 : readout == READOUT_CLASS ? 4 : c.V;
+    c.readout = readout;
     c.mask_heads = mask_heads;
     c.causal = causal;
     c.encoding = encoding;
@@ -21,7 +21,7 @@ static Config tiny_config(int mask_heads, bool causal, ReadoutType head = READOU
 
 // Random tokens, and targets: values in [-1, 1) for regression (their sign, ±1, for the
 // logistic loss), class ids for classification, a token id per position for the next-token
-// head, whose loss mask then counts a random half of the positions (loss_mask; else empty).
+// readout, whose loss mask then counts a random half of the positions (loss_mask; else empty).
 static void random_batch(const Config& c, int B, Rng& rng, std::vector<int>& tokens, std::vector<float>& y,
                          std::vector<float>* loss_mask = nullptr) {
     tokens.resize(c.image_input() ? 0 : (size_t)B * c.T);
@@ -59,7 +59,7 @@ static void init_model(Model& model, uint64_t seed, float mask_scale) {
 // The model runs in float, so the central difference uses a larger step; the layer-level checks
 // in double (test_layers, test_attention) are the tight ones, and torch_reference.py checks this
 // same backward against PyTorch's autograd.
-// c: any config, token or image (random pixels in [-1, 1)); label_smoothing for the class heads.
+// c: any config, token or image (random pixels in [-1, 1)); label_smoothing for the class readouts.
 static void check_model_gradient_of(const Config& c, float label_smoothing = 0.0f) {
     const int B = 4;
     Model model;
@@ -97,10 +97,10 @@ static void check_model_gradient_of(const Config& c, float label_smoothing = 0.0
     model_free(model);
 }
 
-static void check_model_gradient(int mask_heads, bool causal, ReadoutType head = READOUT_REGRESSION,
+static void check_model_gradient(int mask_heads, bool causal, ReadoutType readout = READOUT_REGRESSION,
                                  Encoding encoding = ENCODING_TOKEN, LossType loss = LOSS_MSE,
                                  PriorLayers prior_layers = PRIOR_ALL_LAYERS) {
-    Config c = tiny_config(mask_heads, causal, head, encoding, loss);
+    Config c = tiny_config(mask_heads, causal, readout, encoding, loss);
     c.prior_layers = prior_layers;
     check_model_gradient_of(c);
 }
@@ -109,11 +109,11 @@ TEST_CASE("whole-model gradient matches finite differences") {
     SUBCASE("no mask") { check_model_gradient(0, false); }
     SUBCASE("shared mask") { check_model_gradient(1, false); }
     SUBCASE("per-head mask, causal") { check_model_gradient(2, true); }
-    SUBCASE("classification head (cross-entropy), shared mask") { check_model_gradient(1, false, READOUT_CLASS); }
-    SUBCASE("next-token head (causal decoder, loss mask), per-head mask") {
+    SUBCASE("classification readout (cross-entropy), shared mask") { check_model_gradient(1, false, READOUT_CLASS); }
+    SUBCASE("next-token readout (causal decoder, loss mask), per-head mask") {
         check_model_gradient(2, true, READOUT_NEXT_TOKEN);
     }
-    SUBCASE("next-token head, shared mask in the first layer only") {
+    SUBCASE("next-token readout, shared mask in the first layer only") {
         check_model_gradient(1, true, READOUT_NEXT_TOKEN, ENCODING_TOKEN, LOSS_MSE, PRIOR_FIRST_LAYER);
     }
     SUBCASE("mask in the first layer only") {
@@ -301,9 +301,9 @@ TEST_CASE("model_backward refuses to run after a forward pass without targets, o
 
 TEST_CASE("the readout-row forward (evaluation) gives the full forward's outputs, loss and attention, bit for bit") {
     for (bool causal : {false, true}) {
-        for (ReadoutType head : {READOUT_REGRESSION, READOUT_CLASS}) {
-            CAPTURE(causal); CAPTURE(head);
-            Config c = tiny_config(1, causal, head);
+        for (ReadoutType readout : {READOUT_REGRESSION, READOUT_CLASS}) {
+            CAPTURE(causal); CAPTURE(readout);
+            Config c = tiny_config(1, causal, readout);
             Model model;
             model_build(model, c, DEVICE_CPU, 5);
             init_model(model, 8, 2.0f);

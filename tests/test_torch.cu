@@ -1,7 +1,7 @@
 // The cross-check against PyTorch: ./maskprior --dump-state writes one batch's parameters,
 // loss and gradients; tests/torch_reference.py recomputes them with autograd in float64 and
 // compares every tensor. Mask shared and per head, causal and not, scalar encoding, logistic
-// loss, the causal decoder's next-token head with its loss mask, the image model (patch
+// loss, the causal decoder's next-token readout with its loss mask, the image model (patch
 // embedding, CLS or mean pooling, label smoothing); c = 1.5 so that the mask
 // gradient is large enough to be checked for real (at c = 6, σ(-6) shrinks it below 1e-4).
 #include "test_util.h"
@@ -47,14 +47,14 @@ TEST_CASE("every gradient matches PyTorch autograd") {
         cross_check("--task 2parity --init mask --mask-c 1.5 --encoding scalar", TMP_PREFIX + "x7.safetensors");
     }
     SUBCASE("logistic loss") { cross_check("--task maj3 --loss logistic", TMP_PREFIX + "x8.safetensors"); }
-    SUBCASE("next-token head on add3: loss on the answer, shared mask") {
+    SUBCASE("next-token readout on add3: loss on the answer, shared mask") {
         cross_check("--task add3 --init mask --mask-c 1.5", TMP_PREFIX + "x13.safetensors");
     }
-    SUBCASE("next-token head on mul2: loss on every position, per-head mask, no mask in layer 1") {
+    SUBCASE("next-token readout on mul2: loss on every position, per-head mask, no mask in layer 1") {
         cross_check("--task mul2 --init mask --mask-per-head --prior-layers first --mask-c 1.5 --loss-on all",
                     TMP_PREFIX + "x14.safetensors");
     }
-    SUBCASE("image model (a ViT): patch embedding, CLS head, shared mask, label smoothing") {
+    SUBCASE("image model (a ViT): patch embedding, CLS readout, shared mask, label smoothing") {
         const std::string dir = write_image_folder(TMP_PREFIX + "torch_images", 3, 6, 8, 5);
         cross_check("--task images --data-dir " + dir + " --patch 2 --init mask --mask-c 1.5 --label-smoothing 0.1",
                     TMP_PREFIX + "x16.safetensors");

@@ -70,11 +70,11 @@ static Config tiny_image_config(int mask_heads, Pooling pool) {
 }
 
 TEST_CASE("whole image model gradient matches finite differences") {
-    SUBCASE("CLS head, shared mask") { check_model_gradient_of(tiny_image_config(1, POOL_CLS)); }
+    SUBCASE("CLS readout, shared mask") { check_model_gradient_of(tiny_image_config(1, POOL_CLS)); }
     SUBCASE("mean pooling, per-head mask, label smoothing 0.1") {
         check_model_gradient_of(tiny_image_config(2, POOL_MEAN), 0.1f);
     }
-    SUBCASE("CLS head, no mask, label smoothing 0.1") { check_model_gradient_of(tiny_image_config(0, POOL_CLS), 0.1f); }
+    SUBCASE("CLS readout, no mask, label smoothing 0.1") { check_model_gradient_of(tiny_image_config(0, POOL_CLS), 0.1f); }
 }
 
 TEST_CASE("image model default init: patch embedding U(±1/sqrt(channels·P·P)), positions N(0, 0.02²), CLS 0") {
