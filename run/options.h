@@ -64,7 +64,8 @@ struct Options {
     std::string list;  // --list WHAT: print a table's names, then exit (main.cu)
 };
 
-// The help text; {tasks} and {inits} stand for the tables' lines (usage_text).
+// The help text; {tasks}, {inits} and {attention_kernels} stand for the tables' lines, and
+// {attention_default} for the default version (usage_text).
 static const char* USAGE = R"(usage: maskprior [flags]
 Trains a small transformer whose attention carries a learnable mask log σ(M).
 
@@ -150,11 +151,9 @@ training
   --seed S            fixes init, data order and so the whole run      (1)
   --device D          auto | cpu | cuda (auto: the GPU if there is one) (auto)
   --tf32              allow TF32 matmuls on the GPU (off: plain fp32)
-  --attention-kernel N  the GPU's attention kernels: 1 one thread a row, 2 one
-                      warp a row, 3 shared-memory tiles and online softmax
-                      (dev/README.md); every version computes the same
-                      attention, to rounding                            (1)
-  --fast-kernels      on the GPU, the other layers' second kernel versions:
+  --attention-kernel N  the GPU's attention kernels (docs/kernels.md); every
+                      version computes the same attention, to rounding ({attention_default})
+{attention_kernels}  --fast-kernels      on the GPU, the other layers' second kernel versions:
                       a warp per LayerNorm and cross-entropy row, residual
                       + LayerNorm and bias + GELU fused, the bias and
                       LayerNorm gradients summed in row groups          (off)
@@ -180,20 +179,28 @@ reports and files
   --help              this text
 )";
 
-// USAGE with the names and lines of the task and init tables in place
+// One line of a table in the help: "      name           what it is"
+inline std::string usage_line(const std::string& name, const char* help) {
+    char line[160];
+    snprintf(line, sizeof line, "      %-14s %s\n", name.c_str(), help);
+    return line;
+}
+
+// USAGE with the tables' lines in place
 inline std::string usage_text() {
-    auto lines = [](const auto& table) {
-        std::string text;
-        for (const auto& kind : table) {
-            char line[160];
-            snprintf(line, sizeof line, "      %-14s %s\n", kind.name, kind.help);
-            text += line;
-        }
-        return text;
-    };
+    std::string tasks, inits, kernels;
+    for (const TaskKind& kind : TASKS) tasks += usage_line(kind.name, kind.help);
+    for (const InitKind& kind : INITS) inits += usage_line(kind.name, kind.help);
+    for (int v = 1; v <= ATTENTION_KERNEL_COUNT; v++)
+        kernels += usage_line(std::to_string(v), ATTENTION_KERNELS[v - 1].idea);
     std::string text = USAGE;
-    text.replace(text.find("{tasks}"), 7, lines(TASKS));
-    text.replace(text.find("{inits}"), 7, lines(INITS));
+    auto put = [&text](const std::string& placeholder, const std::string& value) {
+        text.replace(text.find(placeholder), placeholder.size(), value);
+    };
+    put("{tasks}", tasks);
+    put("{inits}", inits);
+    put("{attention_kernels}", kernels);
+    put("{attention_default}", std::to_string(Kernels().attention));
     return text;
 }
 
