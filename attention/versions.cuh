@@ -35,23 +35,29 @@ inline constexpr AttentionKernel ATTENTION_KERNELS[] = {
 };
 inline constexpr int ATTENTION_KERNEL_COUNT = (int)std::size(ATTENTION_KERNELS);
 
+// Whether version v exists and can run heads of HS dims
+inline bool attention_kernel_runs(int version, int HS) {
+    if (version < 1 || version > ATTENTION_KERNEL_COUNT) return false;
+    const int max_head_size = ATTENTION_KERNELS[version - 1].max_head_size;
+    return max_head_size == 0 || HS <= max_head_size;
+}
+
 // Why version v cannot run heads of HS dims, or "" when it can
 inline std::string attention_kernel_refusal(int version, int HS) {
+    if (attention_kernel_runs(version, HS)) return "";
     if (version < 1 || version > ATTENTION_KERNEL_COUNT)
         return "attention kernel " + std::to_string(version) + " does not exist (1 to " +
                std::to_string(ATTENTION_KERNEL_COUNT) + ")";
-    const int max_head_size = ATTENTION_KERNELS[version - 1].max_head_size;
-    if (max_head_size && HS > max_head_size)
-        return "attention kernel " + std::to_string(version) + " holds at most " + std::to_string(max_head_size) +
-               " dims a head (--head-size " + std::to_string(HS) + ")";
-    return "";
+    return "attention kernel " + std::to_string(version) + " holds at most " +
+           std::to_string(ATTENTION_KERNELS[version - 1].max_head_size) + " dims a head (--head-size " +
+           std::to_string(HS) + ")";
 }
 
 // The version a GPU call runs; setup refused one that cannot run these heads, so a refusal here
-// is a caller's bug.
+// is a caller's bug. A plain predicate on the hot path: the refusal's text is built only to throw.
 inline const AttentionKernel& attention_kernel(const Kernels& kernels, AttentionShape s) {
-    const std::string refusal = attention_kernel_refusal(kernels.attention, s.HS);
-    if (!refusal.empty()) throw std::logic_error("attention: " + refusal);
+    if (!attention_kernel_runs(kernels.attention, s.HS))
+        throw std::logic_error("attention: " + attention_kernel_refusal(kernels.attention, s.HS));
     return ATTENTION_KERNELS[kernels.attention - 1];
 }
 
