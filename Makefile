@@ -9,7 +9,7 @@
 #                   command line's included), the GPU tests on the CPU emulation of CUDA (emu/),
 #                   the kernel lab's checks, the scripts' tests and the documents' names
 #   make check      everything that needs no GPU: make test, then the emulated GPU tests and the
-#                   command line under the sanitizers, the four planted bugs the emulation must
+#                   command line under the sanitizers, the five planted bugs the emulation must
 #                   catch, the same run's bytes from two vector widths, runs killed and continued,
 #                   every parser's fuzzer for a few seconds, the schedulers (CI runs this)
 #   make HOST_MARCH=x86-64-v3  the host code for any AVX2 CPU (default native); CPU_REFERENCE=1
@@ -30,10 +30,16 @@
 #                   (about 40 minutes on 2 cores; LM_ARGS="--seeds N --steps S", or "--paper" for a GPU)
 #   make test-sanitize  every unit test and a short run of each task family under AddressSanitizer
 #                   and UndefinedBehaviorSanitizer (about 17 minutes with the build; make check runs part)
+#   make tests/emulated_tests_tsan  the emulated GPU tests under ThreadSanitizer, which names both CUDA
+#                   threads of a race in a block (make check runs the emulation's kernels on it)
 #   make test-faults  runs killed with SIGKILL at exact points and at 20 random moments, each continued
 #                   with --continue, must end bit-identical to an uninterrupted run
-#   make test-large the logits' kernels past 2^31 floats (a GPU with ~18 GB; also in gpu-check)
-#   make gpu-check  the GPU tests, the kernel lab, a paper-size GPU run and the PyTorch timing (needs a GPU)
+#   make test-large the logits' kernels past 2^31 floats (a GPU with ~18 GB; also in gpu-check-full)
+#   make gpu-check  on a GPU, at most 6 minutes: the GPU tests at every kernel version, the kernel tests
+#                   under compute-sanitizer's four tools, the kernel lab, the paper-size model profiled
+#                   with the default and the fastest kernels, the PyTorch timing; then which defaults
+#                   to switch. make gpu-check-full: the paper-size runs and the whole suite (docs/gpu.md)
+#   make ptxas-report  every kernel's registers, stack and spills from ptxas, in dev/ptxas-report.txt
 #   make dev        the kernel lab (dev/): every version of a kernel checked and timed; make dev-emulated
 #                   the same programs on the CPU emulation (correctness only)
 #   make bench      CPU speed against PyTorch eager (the make-run, wide, ViT and LM models) and
@@ -109,10 +115,13 @@ EMU_FLAGS = $(EMU_BASE) $(EMU_OPT)
 # the same tests under AddressSanitizer and UndefinedBehaviorSanitizer: out-of-bounds reads and
 # writes in a kernel beyond the emulation's guard bytes, and undefined arithmetic
 EMU_SANITIZE = $(EMU_BASE) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
+# and under ThreadSanitizer, each CUDA thread a fiber of its own (emu/threads.h): a race between two
+# threads of a block is reported with both named. No OpenMP: libgomp is not instrumented.
+EMU_TSAN  = $(filter-out -fopenmp,$(EMU_BASE)) -Wno-unknown-pragmas -O1 -g -fsanitize=thread
 EMU_LIBS  = -lboost_context -lz
 EMU_HEADERS = $(wildcard emu/*.h)
-EMU_TESTS = tests/emulated_tests.cu tests/test_gpu.cu tests/test_gpu_vision.cu tests/test_gpu_language.cu tests/test_gpu_fused.cu \
-            tests/test_emulation.cu tests/test_util.h tests/temp_dir.h tests/text_fixture.h
+EMU_TESTS = tests/emulated_tests.cu tests/test_gpu.cu tests/test_gpu_vision.cu tests/test_gpu_language.cu \
+            tests/test_gpu_fused.cu tests/test_gpu_profile.cu tests/test_emulation.cu tests/test_util.h tests/temp_dir.h tests/text_fixture.h
 
 # The kernel lab (dev/, dev/README.md): one program per kernel family that runs every version of
 # it, checks each against the CPU reference and times it with CUDA events, in one table.
@@ -136,7 +145,7 @@ FUZZ_BINS   = $(FUZZ_NAMES:%=tests/fuzz/bin/fuzz_%)
 FUZZ_ARGS  ?= --runs 1000000
 
 .PHONY: all run test check test-emulated table-boolean table-arithmetic table-vision table-lm test-large sweep-2parity \
-        gpu-check gpu-include bench deps-run deps-test deps-check deps-tables deps-bench clean test-sanitize test-faults \
+        gpu-check gpu-check-full gpu-include ptxas-report bench deps-run deps-test deps-check deps-tables deps-bench clean test-sanitize test-faults \
         fuzz fuzz-smoke dev dev-emulated
 
 all: maskprior
@@ -155,6 +164,9 @@ tests/emulated_tests: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS) .build-settings
 
 tests/emulated_tests_asan: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS) .build-settings
 	$(EMU_CXX) $(EMU_SANITIZE) -o $@ -x c++ tests/emulated_tests.cu -x none $(EMU_LIBS)
+
+tests/emulated_tests_tsan: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS) .build-settings
+	$(EMU_CXX) $(EMU_TSAN) -o $@ -x c++ tests/emulated_tests.cu -x none $(EMU_LIBS)
 
 # The host code under AddressSanitizer and UndefinedBehaviorSanitizer, nvcc handing the flags to
 # the host compiler (the CPU path runs every layer on the host; the kernels' own check is
@@ -187,7 +199,7 @@ run: deps-run maskprior
 
 # what make test runs, and what make check adds to it (tests/run_all.sh)
 TEST_BINARIES  = maskprior tests/unit_tests maskprior-emulated tests/emulated_tests $(DEV_EMULATED)
-CHECK_BINARIES = tests/emulated_tests_asan maskprior-sanitize $(FUZZ_BINS)
+CHECK_BINARIES = tests/emulated_tests_asan tests/emulated_tests_tsan maskprior-sanitize $(FUZZ_BINS)
 
 test: deps-test $(TEST_BINARIES)
 	@sh tests/run_all.sh
@@ -226,6 +238,17 @@ sweep-2parity: deps-tables maskprior
 gpu-check:
 	@sh tests/gpu_check.sh
 
+gpu-check-full:
+	@sh tests/gpu_check.sh --full
+
+# Every kernel of main.cu compiled for sm_90 under ptxas -v: registers, stack frame, spill stores and
+# loads, static shared memory, a line each, in dev/ptxas-report.txt with the nvcc version and the date
+# (dev/ptxas_report.py). It fails when a kernel has a stack frame or spills. No GPU needed.
+PTXAS_FLAGS = -O3 -std=c++17 -cubin -arch=sm_90 -DMASKPRIOR_CUDA_ARCH=90 $(INCLUDES) -DMASKPRIOR_GIT_COMMIT='""' \
+              -DMASKPRIOR_BUILD_SETTINGS='""' $(EXTRA_NVCCFLAGS)
+ptxas-report:
+	$(PYTHON) dev/ptxas_report.py dev/ptxas-report.txt $(NVCC) $(PTXAS_FLAGS) -o /dev/null main.cu
+
 # the kernels of a language model's logits past 2^31 floats: ~18 GB of GPU memory (skipped without a GPU)
 test-large: tests/unit_tests
 	MASKPRIOR_LARGE_TESTS=1 ./tests/unit_tests --no-intro=true -tc="*past 2^31*"
@@ -247,6 +270,7 @@ bench: deps-bench maskprior tools/fma_peak
 
 clean:
 	rm -f maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan tools/fma_peak \
+	      tests/emulated_tests_tsan \
 	      maskprior-sanitize tests/unit_tests_sanitize $(DEV_BINS) $(DEV_EMULATED)
 	rm -rf tests/fuzz/bin
 

@@ -54,6 +54,18 @@ __device__ inline RowIndex row_index(int row, AttentionShape s) {
     return {row / (s.T * s.NH), (row / s.T) % s.NH, row % s.T};
 }
 
+// --profile's cost of a launch over the (B,NH,T) rows (layers/profile.h): q, k, v and y (or dy,
+// dq ...) once, `matrices` (B,NH,T,T) score matrices read or written, `products` T·HS products a
+// row; walk: its thread's longest loop, from the kernel's loops. The mask gradient's: each dS once.
+inline LaunchCost attention_cost(AttentionShape s, int matrices, int products, double walk) {
+    const double rows = (double)s.B * s.NH * s.T;
+    return {4.0 * rows * (4.0 * s.HS + (double)matrices * s.T), 2.0 * rows * s.T * s.HS * products, walk};
+}
+inline LaunchCost attention_mask_cost(AttentionShape s, double walk) {
+    const double scores = (double)s.B * s.NH * s.T * s.T;
+    return {4.0 * (scores + 3.0 * s.mask_heads * s.T * s.T), scores, walk};
+}
+
 // ----------------------------------------------------------------------------
 // forward. First the mask term log σ(M), once per call (the same for every batch row and, shared,
 // every head: inside each score its log and exp would run B·NH times). Then per query row i:
@@ -67,7 +79,7 @@ void mask_term_cpu(F* mask_term, const F* mask, int count) {
     for (int m = 0; m < count; m++) mask_term[m] = log_sigmoid(mask[m]);
 }
 
-__global__ void mask_term_kernel1(float* mask_term, const float* mask, int count) {
+__global__ void mask_term_kernel1(float* __restrict__ mask_term, const float* __restrict__ mask, int count) {
     int m = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per mask entry
     if (m < count) mask_term[m] = log_sigmoid(mask[m]);
 }
@@ -136,7 +148,8 @@ void attention_forward_cpu(F* out, F* att, const F* qkv, const F* mask, F* mask_
 }
 
 // GPU kernel 1: the same row function, one thread per (b, h, i).
-__global__ void attention_forward_kernel1(float* out, float* att, const float* qkv, const float* mask_term,
+__global__ void attention_forward_kernel1(float* __restrict__ out, float* __restrict__ att,
+                                          const float* __restrict__ qkv, const float* __restrict__ mask_term,
                                           AttentionShape s) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= s.B * s.NH * s.T) return;
@@ -255,24 +268,26 @@ void attention_backward_cpu(F* dqkv, F* dmask, F* dscores, const F* dout, const 
 }
 
 // GPU kernel 1: one thread per query row, per key column, per mask entry.
-__global__ void attention_backward_rows_kernel1(float* dqkv, float* dscores, const float* dout, const float* qkv,
-                                                const float* att, AttentionShape s) {
+__global__ void attention_backward_rows_kernel1(float* __restrict__ dqkv, float* __restrict__ dscores,
+                                                const float* __restrict__ dout, const float* __restrict__ qkv,
+                                                const float* __restrict__ att, AttentionShape s) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;  // (b, h, i)
     if (idx >= s.B * s.NH * s.T) return;
     const RowIndex r = row_index(idx, s);
     attention_row_backward(dqkv, dscores + (size_t)idx * s.T, dout, qkv, att + (size_t)idx * s.T, s, r.b, r.h, r.i);
 }
 
-__global__ void attention_backward_columns_kernel1(float* dqkv, const float* dscores, const float* dout,
-                                                   const float* qkv, const float* att, AttentionShape s) {
+__global__ void attention_backward_columns_kernel1(float* __restrict__ dqkv, const float* __restrict__ dscores,
+                                                   const float* __restrict__ dout, const float* __restrict__ qkv,
+                                                   const float* __restrict__ att, AttentionShape s) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;  // (b, h, j)
     if (idx >= s.B * s.NH * s.T) return;
     const RowIndex c = row_index(idx, s);  // c.i is the key j
     attention_column_backward(dqkv, dscores, dout, qkv, att, s, c.b, c.h, c.i);
 }
 
-__global__ void attention_backward_mask_kernel1(float* dmask, const float* dscores, const float* mask,
-                                                AttentionShape s) {
+__global__ void attention_backward_mask_kernel1(float* __restrict__ dmask, const float* __restrict__ dscores,
+                                                const float* __restrict__ mask, AttentionShape s) {
     int m = blockIdx.x * blockDim.x + threadIdx.x;  // one mask entry
     if (m < s.mask_heads * s.T * s.T) attention_mask_entry_backward(dmask, dscores, mask, s, m);
 }
@@ -281,20 +296,25 @@ __global__ void attention_backward_mask_kernel1(float* dmask, const float* dscor
 // forward takes the mask term log σ(M) already computed (by mask_term_kernel1).
 inline void attention_forward_gpu1(float* out, float* att, const float* qkv, const float* mask_term,
                                    AttentionShape s) {
-    launch_kernel<attention_forward_kernel1>(ceil_div((size_t)s.B * s.NH * s.T, 128), 128, 0, out, att, qkv,
+    const LaunchCost cost = attention_cost(s, 1, 2, 2.0 * s.T * s.HS);  // a row: T scores, then y over T keys
+    launch_kernel<attention_forward_kernel1>(cost, ceil_div((size_t)s.B * s.NH * s.T, 128), 128, 0, out, att, qkv,
                                              mask_term, s);
 }
 
 inline void attention_mask_backward_gpu1(float* dmask, const float* dscores, const float* mask, AttentionShape s) {
     if (s.mask_heads == 0) return;
-    launch_kernel<attention_backward_mask_kernel1>(ceil_div((size_t)s.mask_heads * s.T * s.T, 128), 128, 0, dmask,
-                                                   dscores, mask, s);
+    const LaunchCost cost = attention_mask_cost(s, (double)s.B * s.NH / s.mask_heads);  // an entry: every b (and h)
+    launch_kernel<attention_backward_mask_kernel1>(cost, ceil_div((size_t)s.mask_heads * s.T * s.T, 128), 128, 0,
+                                                   dmask, dscores, mask, s);
 }
 
 inline void attention_backward_gpu1(float* dqkv, float* dmask, float* dscores, const float* dout, const float* qkv,
                                     const float* att, const float* mask, AttentionShape s) {
     const int rows = s.B * s.NH * s.T;
-    launch_kernel<attention_backward_rows_kernel1>(ceil_div(rows, 128), 128, 0, dqkv, dscores, dout, qkv, att, s);
-    launch_kernel<attention_backward_columns_kernel1>(ceil_div(rows, 128), 128, 0, dqkv, dscores, dout, qkv, att, s);
+    const LaunchCost cost = attention_cost(s, 2, 2, 2.0 * s.T * s.HS);  // a row (column): two passes over T·HS
+    launch_kernel<attention_backward_rows_kernel1>(cost, ceil_div(rows, 128), 128, 0, dqkv, dscores, dout, qkv, att,
+                                                   s);
+    launch_kernel<attention_backward_columns_kernel1>(cost, ceil_div(rows, 128), 128, 0, dqkv, dscores, dout, qkv,
+                                                      att, s);
     attention_mask_backward_gpu1(dmask, dscores, mask, s);
 }

@@ -10,21 +10,35 @@
 #include "run/checkpointing.cuh" // run_paths, checkpoint_to_resume, resume, Checkpointer
 #include "run/evaluate.cuh"      // evaluate, write_pictures, write_structure_picture
 #include "run/options.h"         // parse_options
+#include "run/profile.cuh"       // record_profile, print_profile
 #include "run/report.cuh"        // RunLog, Progress, metrics_json, write_metrics, print_final_table
 #include "run/sample.cuh"        // generate
 #include "run/setup.cuh"         // make_task, model_config, prior_structure, initialise, print_startup
 #include "tasks/batch.h"         // Batch, training_batch, loss_positions
+
+// One training step on the batch: forward, backward, clipping, this step's learning rate, AdamW.
+// Returns the batch's loss (the caller checks that it is finite).
+static float training_step(Model& model, const Options& opt, const Batch& batch, int64_t step, int64_t steps) {
+    const float loss = model_forward(model, batch_input(batch), batch.targets.data(), model.B, batch.mask());
+    model_zero_grad(model);
+    model_backward(model, model.B);
+    if (opt.clip_grad > 0) model_clip_gradients(model, opt.clip_grad);
+    model.adam.lr = step_learning_rate(opt, step, steps);
+    model_update(model);
+    return loss;
+}
 
 static int train(int argc, char** argv) {
     const Options opt = parse_options(argc, argv);
     if (!opt.list.empty()) return print_list(opt.list);  // a table's names, then stop
     if (!opt.generate.empty()) return generate(opt, pick_device(opt));  // text from a checkpoint, then stop
     RunPaths paths;  // every output is checked writable first, not after the training
-    if (opt.dump_state.empty()) paths = run_paths(opt);
-    else check_writable(opt.dump_state);
+    if (!opt.dump_state.empty()) check_writable(opt.dump_state);
+    else if (opt.profile == 0) paths = run_paths(opt);
     const std::unique_ptr<Task> task = make_task(opt);
     const Device dev = pick_device(opt);
-    const Kernels kernels = choose_kernels(opt, opt.head_size);  // how the GPU computes
+    if (opt.profile > 0 && dev != DEVICE_GPU) fail("--profile records GPU launches, and no GPU is in use");
+    const Kernels kernels = choose_kernels(opt, opt.head_size, task->seq_len);  // how the GPU computes
     printf("maskprior: training on the %s\n", device_line(dev, kernels).c_str());
 
     // the model, its prior and its initialisation
@@ -59,6 +73,15 @@ static int train(int argc, char** argv) {
         dump_state(opt.dump_state, cfg, model_download(model, model.params_mem), model_download(model, model.grads_mem),
                    {batch.tokens, batch.pixels, batch.targets, batch.loss_mask, B, loss}, run_meta);
         printf("wrote %s (loss %.6f)\n", opt.dump_state.c_str(), loss);
+        return 0;
+    }
+
+    if (opt.profile > 0) {  // N recorded steps from the first batch on, the table, then stop
+        record_profile(dev, opt.profile, [&](int64_t i) {
+            training_batch(*task, order, start_step + i, batch);
+            training_step(model, opt, batch, std::min(start_step + i, steps - 1), steps);
+        });
+        print_profile(profiler(), opt.profile, kernels.tf32);
         return 0;
     }
 
@@ -99,16 +122,11 @@ static int train(int argc, char** argv) {
         const double batch_start = now_seconds();
         training_batch(*task, order, step, batch);
         progress.exclude(now_seconds() - batch_start);
-        loss = model_forward(model, batch_input(batch), batch.targets.data(), B, batch.mask());
+        loss = training_step(model, opt, batch, step, steps);
         if (!std::isfinite(loss))
             fail("the loss became %f at step %lld: lower --lr? %s", loss, (long long)step,
                  checkpointer.last_good().c_str());
-        train_accuracy.add(model, batch);
-        model_zero_grad(model);
-        model_backward(model, B);
-        if (opt.clip_grad > 0) model_clip_gradients(model, opt.clip_grad);
-        model.adam.lr = step_learning_rate(opt, step, steps);
-        model_update(model);
+        train_accuracy.add(model, batch);  // the logits of the step's forward pass
         const int64_t done = step + 1;
         fault_point("after-step");
         progress.step_done(done, loss);

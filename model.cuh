@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 #include "attention/versions.cuh"      // attention_forward, attention_backward: the method (attention.cuh)
-#include "layers/adamw.cuh"            // adamw_update
+#include "layers/adamw.cuh"            // adamw_update_groups, AdamWGroups
 #include "layers/clip.cuh"             // clip_grad_norm, grad_norm_scratch_size
 #include "layers/config.h"             // Config, ParamTensors, param_layout, block_params
 #include "layers/embedding.cuh"        // embedding_*, scalar_embedding_*
@@ -89,10 +89,14 @@ struct Activations {
 
 // Points the fields of a at consecutive slices of base (nullptr: only count) and returns the
 // floats they take; gradients = true lays out the gradient buffers, without the slots that
-// have no gradient.
+// have no gradient, and without the residual stream's slots but one: a sum passes its gradient
+// to both its terms unchanged, so the gradients of every block's x, proj, x_mid, mlp_proj and
+// x_out are one buffer, encoded's (B,T,C), which the backward reads and adds into in place
+// (block_gradients).
 inline size_t activations_bind(const Config& c, int B, Activations* a, float* base, bool gradients) {
     const size_t BT = (size_t)B * c.T, L = c.L, R = (size_t)B * c.readout_rows(), BP = (size_t)B * c.patches();
     const bool FWD = true;  // a slot only the forward pass has: no room in the gradient buffers
+    const bool RESIDUAL = true;  // a residual-stream slot: its gradient is encoded's (no room of its own)
     struct Slot { float** ptr; size_t n; bool forward_only = false; };
     const Slot slots[] = {
         {&a->patches, BP * c.patch_size(), FWD},  {&a->embedded, BP * c.C},
@@ -100,10 +104,10 @@ inline size_t activations_bind(const Config& c, int B, Activations* a, float* ba
         {&a->ln1, L * BT * c.C},           {&a->ln1_mean, L * BT, FWD},   {&a->ln1_rstd, L * BT, FWD},
         {&a->qkv, L * BT * c.qkv_width()}, {&a->att, L * B * c.NH * c.T * c.T, FWD},
         {&a->y, L * BT * c.attention_width()},
-        {&a->proj, L * BT * c.C},          {&a->x_mid, L * BT * c.C},
+        {&a->proj, L * BT * c.C, RESIDUAL}, {&a->x_mid, L * BT * c.C, RESIDUAL},
         {&a->ln2, L * BT * c.C},           {&a->ln2_mean, L * BT, FWD},   {&a->ln2_rstd, L * BT, FWD},
         {&a->mlp_fc, L * BT * c.MLP},      {&a->mlp_gelu, L * BT * c.MLP},
-        {&a->mlp_proj, L * BT * c.C},      {&a->x_out, L * BT * c.C},
+        {&a->mlp_proj, L * BT * c.C, RESIDUAL}, {&a->x_out, L * BT * c.C, RESIDUAL},
         {&a->pooled, (size_t)B * c.C},
         {&a->readout_input, (size_t)B * c.C, FWD},       {&a->readout_y, (size_t)B * c.attention_width(), FWD},
         {&a->readout_proj, (size_t)B * c.C, FWD},        {&a->readout_x_mid, (size_t)B * c.C, FWD},
@@ -150,7 +154,7 @@ inline BlockActivations block_activations(const Config& c, const Activations& a,
     const size_t BT = (size_t)B * c.T, C = c.C;
     // slot + l * per_layer, or null where the slot has no room (the gradient buffers)
     auto at = [l](float* slot, size_t per_layer) { return slot ? slot + l * per_layer : nullptr; };
-    return {l == 0 ? a.encoded : a.x_out + (l - 1) * BT * C,
+    return {l == 0 ? a.encoded : a.x_out ? a.x_out + (l - 1) * BT * C : nullptr,
             at(a.ln1, BT * C),
             at(a.ln1_mean, BT),
             at(a.ln1_rstd, BT),
@@ -166,6 +170,14 @@ inline BlockActivations block_activations(const Config& c, const Activations& a,
             at(a.mlp_gelu, BT * c.MLP),
             at(a.mlp_proj, BT * C),
             at(a.x_out, BT * C)};
+}
+
+// Layer l's slice of the gradient buffers: the residual stream's fields all the one residual
+// gradient (activations_bind), the others as block_activations gives them.
+inline BlockActivations block_gradients(const Config& c, const Activations& d, int B, int l) {
+    BlockActivations dx = block_activations(c, d, B, l);
+    dx.input = dx.proj = dx.x_mid = dx.mlp_proj = dx.x_out = d.encoded;
+    return dx;
 }
 
 // The last block's readout row (forward only): the compact slots of Activations as a block whose
@@ -205,6 +217,7 @@ struct Model {
     float* dscores = nullptr;
     float* mask_term = nullptr;  // (NH,T,T) log σ(M) of the layer attention_forward is on: scratch, per layer
     int* tokens = nullptr;        // (B,T) on dev, token models
+    TokenRows by_token;           // the batch's rows grouped by token: the GPU's kernel 2 embedding gradient
     float* pixels = nullptr;      // (B,channels,H,W) on dev, image models
     float* targets = nullptr;     // (B·readout_rows) on dev: a value, a class, or the next token at each position
     float* loss_mask = nullptr;   // (B·T) on dev, next-token readout only: 1 where a position counts in the loss
@@ -251,8 +264,12 @@ inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
     model.norm_scratch = buffer_alloc(dev, grad_norm_scratch_size(model.num_params));
     model.mask_term = buffer_alloc(dev, (size_t)cfg.NH * cfg.T * cfg.T);
     const size_t R = (size_t)B * cfg.readout_rows();
-    if (dev == DEVICE_GPU) cudaCheck(cudaMalloc(&model.tokens, (size_t)B * cfg.T * sizeof(int)));
-    else model.tokens = (int*)malloc((size_t)B * cfg.T * sizeof(int));
+    if (dev == DEVICE_GPU) {
+        cudaCheck(cudaMalloc(&model.tokens, (size_t)B * cfg.T * sizeof(int)));
+        cudaCheck(cudaMalloc(&model.by_token.device, token_rows_capacity(B * cfg.T) * sizeof(int)));
+    } else {
+        model.tokens = (int*)malloc((size_t)B * cfg.T * sizeof(int));
+    }
     model.pixels = cfg.image_input() ? buffer_alloc(dev, (size_t)B * cfg.image_size()) : nullptr;
     model.targets = buffer_alloc(dev, R);
     model.loss_mask = cfg.readout == READOUT_NEXT_TOKEN ? buffer_alloc(dev, R) : nullptr;
@@ -275,8 +292,12 @@ inline void model_free(Model& model) {
     if (model.token_value) buffer_free(model.dev, model.token_value);
     if (model.loss_mask) buffer_free(model.dev, model.loss_mask);
     if (model.pixels) buffer_free(model.dev, model.pixels);
-    if (model.dev == DEVICE_GPU) cudaCheck(cudaFree(model.tokens));
-    else free(model.tokens);
+    if (model.dev == DEVICE_GPU) {
+        cudaCheck(cudaFree(model.tokens));
+        cudaCheck(cudaFree(model.by_token.device));
+    } else {
+        free(model.tokens);
+    }
 }
 
 // Frees a model's buffers when the scope that holds it ends, however it ends: a run that fails
@@ -326,23 +347,23 @@ inline void block_tail_forward(const Model& model, const BlockParams& w, const B
     residual_forward(dev, x.x_out, x.x_mid, x.mlp_proj, (size_t)N * C);
 }
 
-// Its backward, the forward's lines in reverse, from dx.x_out (the gradients dx, dw accumulate):
+// Its backward, the forward's lines in reverse, from the residual gradient (the gradients dx, dw
+// accumulate). dx's residual fields are the one residual gradient (block_gradients): each sum
+// passes it on unchanged, and the LayerNorm backward adds its part into it in place.
 inline void block_tail_backward(const Model& model, const BlockParams& w, const BlockParams& dw,
                                 const BlockActivations& x, const BlockActivations& dx, int N) {
     const Config& c = model.cfg;
     const Device dev = model.dev;
     const Kernels& k = model.kernels;
     const int C = c.C;
-    // x_out = x_mid + mlp_proj
-    residual_backward(dev, dx.x_mid, dx.mlp_proj, dx.x_out, (size_t)N * C);
+    // x_out = x_mid + mlp_proj: dx_mid = dmlp_proj = dx_out, the residual gradient as it is
     // mlp_proj = mlp_gelu Wmlp^T + bmlp
     matmul_backward(dev, k, dx.mlp_gelu, dw.mlp_projw, dw.mlp_projb, dx.mlp_proj, x.mlp_gelu, w.mlp_projw, N, c.MLP, C);
     // mlp_gelu = gelu(mlp_fc), mlp_fc = ln2 Wfc^T + bfc
     matmul_bias_gelu_backward(dev, k, dx.ln2, dw.mlp_fcw, dw.mlp_fcb, dx.mlp_fc, dx.mlp_gelu, x.mlp_fc, x.ln2,
                               w.mlp_fcw, N, C, c.MLP);
-    // ln2 = layernorm(x_mid), x_mid = x + proj
-    residual_layernorm_backward(dev, k, dx.input, dx.proj, dx.x_mid, dw.ln2w, dw.ln2b, dx.ln2, x.x_mid, w.ln2w,
-                                x.ln2_mean, x.ln2_rstd, N, C);
+    // ln2 = layernorm(x_mid): dx_mid += its input gradient; x_mid = x + proj: dx = dproj = dx_mid
+    layernorm_backward(dev, k, dx.x_mid, dw.ln2w, dw.ln2b, dx.ln2, x.x_mid, w.ln2w, x.ln2_mean, x.ln2_rstd, N, C);
     // proj = y Wproj^T + bproj
     matmul_backward(dev, k, dx.y, dw.projw, dw.projb, dx.proj, x.y, w.projw, N, c.attention_width(), C);
 }
@@ -376,8 +397,9 @@ inline void input_forward(Model& model, ModelInput input, const Activations& a, 
         return;
     }
     const size_t bytes = (size_t)B * c.T * sizeof(int);
-    if (dev == DEVICE_GPU) cudaCheck(cudaMemcpy(model.tokens, input.tokens, bytes, cudaMemcpyHostToDevice));
+    if (dev == DEVICE_GPU) device_copy(model.tokens, input.tokens, bytes, cudaMemcpyHostToDevice);
     else memcpy(model.tokens, input.tokens, bytes);
+    if (dev == DEVICE_GPU && model.kernels.fast_layers) token_rows_build(model.by_token, input.tokens, B * c.T, c.V);
     if (c.encoding == ENCODING_SCALAR)
         scalar_embedding_forward(dev, a.encoded, model.tokens, model.token_value, p.wte, p.wval, p.wpe, B, c.T, c.C);
     else embedding_forward(dev, a.encoded, model.tokens, p.wte, p.wpe, B, c.T, c.C);
@@ -392,14 +414,15 @@ inline void input_backward(Model& model, const Activations& a, const Activations
     const Device dev = model.dev;
     if (c.image_input()) {
         // encoded = assemble(embedded, cls, wpe)
-        assemble_backward(dev, d.embedded, g.cls, g.wpe, d.encoded, B, c.T, c.C);
+        assemble_backward(dev, model.kernels, d.embedded, g.cls, g.wpe, d.encoded, B, c.T, c.C);
         // embedded = patches patch_w^T + patch_b
         matmul_backward(dev, model.kernels, nullptr, g.patchw, g.patchb, d.embedded, a.patches, p.patchw,
                         B * c.patches(), c.patch_size(), c.C);
     } else if (c.encoding == ENCODING_SCALAR) {
-        scalar_embedding_backward(dev, g.wte, g.wval, g.wpe, d.encoded, model.tokens, model.token_value, B, c.T, c.C);
+        scalar_embedding_backward(dev, model.kernels, g.wte, g.wval, g.wpe, d.encoded, model.tokens, model.token_value,
+                                  model.by_token, B, c.T, c.C);
     } else {
-        embedding_backward(dev, g.wte, g.wpe, d.encoded, model.tokens, B, c.T, c.C);
+        embedding_backward(dev, model.kernels, g.wte, g.wpe, d.encoded, model.tokens, model.by_token, B, c.T, c.C);
     }
 }
 
@@ -518,8 +541,8 @@ inline void model_backward(Model& model, int rows) {
     else mse_backward(dev, d.logits, a.logits, model.targets, B);
     // logits = lnf Wout^T + bout, lnf = ln_f(pooled or x_out)
     matmul_backward(dev, k, d.lnf, g.readoutw, g.readoutb, d.logits, a.lnf, p.readoutw, R, C, c.OUT);
-    float* x_last = block_activations(c, a, B, c.L - 1).x_out;   // (B,T,C)
-    float* dx_last = block_activations(c, d, B, c.L - 1).x_out;  // (B,T,C)
+    float* x_last = block_activations(c, a, B, c.L - 1).x_out;  // (B,T,C)
+    float* dx_last = d.encoded;  // (B,T,C) the residual gradient: the last block's dx_out, then each block's dx
     layernorm_backward(dev, k, next_token ? dx_last : d.pooled, g.lnfw, g.lnfb, d.lnf, next_token ? x_last : a.pooled,
                        p.lnfw, a.lnf_mean, a.lnf_rstd, R, C);
     // pooled = x_out[:, p], or the mean of x_out[:, 1:]
@@ -527,7 +550,7 @@ inline void model_backward(Model& model, int rows) {
     else if (!next_token) pick_position_backward(dev, dx_last, d.pooled, B, T, C, c.readout_position());
     for (int l = c.L - 1; l >= 0; l--) {
         const BlockParams w = block_params(c, p, l), dw = block_params(c, g, l);
-        const BlockActivations x = block_activations(c, a, B, l), dx = block_activations(c, d, B, l);
+        const BlockActivations x = block_activations(c, a, B, l), dx = block_gradients(c, d, B, l);
         block_tail_backward(model, w, dw, x, dx, BT);
         // y = attention(qkv, mask_l)
         attention_backward(dev, k, dx.qkv, dw.mask, model.dscores, dx.y, x.qkv, x.att, w.mask,
@@ -548,15 +571,23 @@ inline double model_clip_gradients(Model& model, float max_norm) {
     return clip_grad_norm(model.dev, model.grads_mem, model.num_params, max_norm, model.norm_scratch);
 }
 
-// One AdamW step over every parameter tensor; the mask has its own weight decay, and a frozen
-// mask none of it.
+// One AdamW step over every parameter, one launch on the flat buffers: each tensor's range with
+// its weight decay (the mask has its own), a frozen mask in no range (untouched).
 inline void model_update(Model& model) {
     model.adam_t++;
-    for (const TensorInfo& info : model.layout) {
-        if (info.numel == 0 || (info.field == &ParamTensors::mask && model.freeze_mask)) continue;
-        size_t n = info.numel * info.slices;
-        float wd = info.field == &ParamTensors::mask ? model.mask_weight_decay : model.weight_decay;
-        adamw_update(model.dev, model.params.*info.field, model.m.*info.field, model.v.*info.field,
-                     model.grads.*info.field, n, model.adam, wd, model.adam_t);
+    std::vector<const TensorInfo*> by_offset;
+    for (const TensorInfo& info : model.layout)
+        if (info.numel > 0) by_offset.push_back(&info);
+    auto offset = [&](const TensorInfo* info) { return (size_t)(model.params.*info->field - model.params_mem); };
+    std::sort(by_offset.begin(), by_offset.end(),
+              [&](const TensorInfo* a, const TensorInfo* b) { return offset(a) < offset(b); });
+    AdamWGroups groups;
+    for (const TensorInfo* info : by_offset) {
+        const bool mask = info->field == &ParamTensors::mask;
+        if (mask && model.freeze_mask) continue;
+        groups.add(offset(info), offset(info) + info->numel * info->slices,
+                   mask ? model.mask_weight_decay : model.weight_decay);
     }
+    adamw_update_groups(model.dev, model.params_mem, model.m_mem, model.v_mem, model.grads_mem, groups, model.adam,
+                        model.adam_t);
 }

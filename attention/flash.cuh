@@ -38,7 +38,7 @@
 // timing, as FlexAttention's bias gradient does).
 #pragma once
 #include "attention.cuh"        // AttentionShape, head_vector, head_mask, sigmoid_of_minus
-#include "attention/warp.cuh"   // ATTENTION_WARPS_PER_BLOCK, attention_backward_qkv_gpu2
+#include "attention/warp.cuh"   // ATTENTION_WARPS_PER_BLOCK, ATTENTION_THREADS, attention_backward_qkv_gpu2
 #include "cpu_fast/vexp.h"      // vexp
 #include "layers/common.cuh"    // WARP, warp_max, warp_sum, DYNAMIC_SHARED, UNROLL, launch_kernel
 
@@ -48,6 +48,9 @@ constexpr int FLASH_KEY_TILE = WARP;                                            
 constexpr int FLASH_MAX_HS = 128;  // a lane holds HS/32 <= 4 output dims of each of its rows
 constexpr int FLASH_DIMS_PER_LANE = FLASH_MAX_HS / WARP;
 constexpr int MASK_GROUP_ROWS = 8;  // batch rows summed by one thread in stage 1 of the mask gradient
+// The kernels below are launched with ATTENTION_THREADS (their __launch_bounds__), and each warp owns
+// FLASH_ROWS_PER_WARP rows (columns) of the tile: the block's warps must cover the tile exactly.
+static_assert(ATTENTION_THREADS / WARP * FLASH_ROWS_PER_WARP == FLASH_QUERY_TILE, "the warps cover the query tile");
 
 // the shared memory of a block: the query tile (16,HS), the key tile (32,HS+1), the value tile (32,HS)
 inline size_t flash_shared_bytes(int HS) {
@@ -65,8 +68,9 @@ __device__ inline void stage_tile(float* tile, int tile_stride, const float* fir
     }
 }
 
-__global__ void attention_forward_kernel3(float* out, float* att, const float* qkv, const float* mask_term,
-                                          AttentionShape s) {
+__global__ void __launch_bounds__(ATTENTION_THREADS)
+attention_forward_kernel3(float* __restrict__ out, float* __restrict__ att, const float* __restrict__ qkv,
+                          const float* __restrict__ mask_term, AttentionShape s) {
     // out (B,T,NH·HS), att (B,NH,T,T), qkv (B,T,3·NH·HS), mask_term log σ(M) (mask_heads,T,T) or nullptr;
     // block x = (b·NH + h)·tiles + tile: the 16 query rows of tile `tile` of (b, h)
     DYNAMIC_SHARED(float, shared);
@@ -89,6 +93,7 @@ __global__ void attention_forward_kernel3(float* out, float* att, const float* q
     for (int r = 0; r < FLASH_ROWS_PER_WARP; r++) {
         row_max[r] = -INFINITY;
         row_sum[r] = 0;
+        UNROLL
         for (int k = 0; k < FLASH_DIMS_PER_LANE; k++) acc[r][k] = 0;
     }
     // the last key any row of the block may see
@@ -117,9 +122,11 @@ __global__ void attention_forward_kernel3(float* out, float* att, const float* q
             const float p = j <= last ? vexp(score - new_max) : 0.0f;
             const float rescale = row_max[r] == -INFINITY ? 0.0f : vexp(row_max[r] - new_max);
             row_sum[r] = row_sum[r] * rescale + warp_sum(p);
+            UNROLL
             for (int k = 0; k < FLASH_DIMS_PER_LANE; k++) acc[r][k] *= rescale;
             for (int jj = 0; jj < FLASH_KEY_TILE; jj++) {
                 const float p_jj = __shfl_sync(0xFFFFFFFFu, p, jj);  // key key0 + jj's weight, from its lane
+                UNROLL
                 for (int k = 0; k < FLASH_DIMS_PER_LANE; k++) {
                     const int d = lane + WARP * k;
                     if (d < HS) acc[r][k] += p_jj * v_tile[jj * HS + d];
@@ -134,6 +141,7 @@ __global__ void attention_forward_kernel3(float* out, float* att, const float* q
         const int row = warp * FLASH_ROWS_PER_WARP + r, i = row0 + row;
         if (i >= T) continue;
         float* y = out + ((size_t)b * T + i) * s.NH * HS + h * HS;
+        UNROLL
         for (int k = 0; k < FLASH_DIMS_PER_LANE; k++)
             if (lane + WARP * k < HS) y[lane + WARP * k] = acc[r][k] / row_sum[r];
         // A_ij = exp(S_ij - m) / l, the scores recomputed (k from global memory, lanes over keys)
@@ -164,8 +172,9 @@ inline size_t flash_rows_shared_bytes(int HS) {
 //   2. k tiles: dS_ij = A_ij (dA_ij - sum_k A_ik dA_ik), written; dq_i += sum_j dS_ij k_j / sqrt(HS)
 // (the weighted sum must be complete before any dS_ij exists: hence two sweeps). A lane handles
 // the same key j in both sweeps, so it reads back the dA it wrote itself.
-__global__ void attention_backward_rows_kernel3(float* dqkv, float* dscores, const float* dout, const float* qkv,
-                                                const float* att, AttentionShape s) {
+__global__ void __launch_bounds__(ATTENTION_THREADS)
+attention_backward_rows_kernel3(float* __restrict__ dqkv, float* __restrict__ dscores, const float* __restrict__ dout,
+                                const float* __restrict__ qkv, const float* __restrict__ att, AttentionShape s) {
     // dqkv (B,T,3·NH·HS) dq added; dscores (B,NH,T,T) dS written; dout (B,T,NH·HS); att (B,NH,T,T)
     DYNAMIC_SHARED(float, shared);
     const int HS = s.HS, T = s.T, KSTRIDE = HS + 1;
@@ -187,6 +196,7 @@ __global__ void attention_backward_rows_kernel3(float* dqkv, float* dscores, con
         const int keys = block_last - key0 + 1;
         stage_tile(kv_tile, KSTRIDE, head_vector(qkv, s, 2, b, key0, h), token_stride, FLASH_KEY_TILE, keys, HS);
         __syncthreads();
+        UNROLL  // weighted stays in registers
         for (int r = 0; r < FLASH_ROWS_PER_WARP; r++) {
             const int row = warp * FLASH_ROWS_PER_WARP + r, i = row0 + row, j = key0 + lane;
             if (i >= T || j > (s.causal ? i : T - 1)) continue;
@@ -197,6 +207,7 @@ __global__ void attention_backward_rows_kernel3(float* dqkv, float* dscores, con
         }
     }
     float row_weighted[FLASH_ROWS_PER_WARP];
+    UNROLL
     for (int r = 0; r < FLASH_ROWS_PER_WARP; r++) row_weighted[r] = warp_sum(weighted[r]);
 
     float acc[FLASH_ROWS_PER_WARP][FLASH_DIMS_PER_LANE] = {};  // dq_i[lane + 32k] / scale
@@ -205,6 +216,7 @@ __global__ void attention_backward_rows_kernel3(float* dqkv, float* dscores, con
         const int keys = block_last - key0 + 1;
         stage_tile(kv_tile, KSTRIDE, head_vector(qkv, s, 1, b, key0, h), token_stride, FLASH_KEY_TILE, keys, HS);
         __syncthreads();
+        UNROLL  // acc and row_weighted stay in registers
         for (int r = 0; r < FLASH_ROWS_PER_WARP; r++) {
             const int row = warp * FLASH_ROWS_PER_WARP + r, i = row0 + row, last = s.causal ? i : T - 1;
             if (i >= T || key0 > last) continue;  // the same for the whole warp
@@ -217,6 +229,7 @@ __global__ void attention_backward_rows_kernel3(float* dqkv, float* dscores, con
             }
             for (int jj = 0; jj < FLASH_KEY_TILE; jj++) {
                 const float ds_jj = __shfl_sync(0xFFFFFFFFu, ds, jj);
+                UNROLL
                 for (int k = 0; k < FLASH_DIMS_PER_LANE; k++) {
                     const int d = lane + WARP * k;
                     if (d < HS) acc[r][k] += ds_jj * kv_tile[jj * KSTRIDE + d];
@@ -225,10 +238,12 @@ __global__ void attention_backward_rows_kernel3(float* dqkv, float* dscores, con
         }
     }
     const float scale = 1.0f / sqrtf((float)HS);
+    UNROLL
     for (int r = 0; r < FLASH_ROWS_PER_WARP; r++) {
         const int i = row0 + warp * FLASH_ROWS_PER_WARP + r;
         if (i >= T) continue;
         float* dq = dqkv + (head_vector(qkv, s, 0, b, i, h) - qkv);
+        UNROLL
         for (int k = 0; k < FLASH_DIMS_PER_LANE; k++)
             if (lane + WARP * k < HS) dq[lane + WARP * k] += acc[r][k] * scale;
         for (int j = (s.causal ? i : T - 1) + 1 + lane; j < T; j += WARP) dscores[block + (size_t)i * T + j] = 0.0f;
@@ -245,8 +260,10 @@ inline size_t flash_columns_shared_bytes(int HS) {
 // over d. The block's 16 columns of dS and A for the tile's 32 rows are staged in shared memory
 // row by row (16 neighbours in memory: coalesced), and then read by every lane of a warp at
 // once (one address: a broadcast).
-__global__ void attention_backward_columns_kernel3(float* dqkv, const float* dscores, const float* dout,
-                                                   const float* qkv, const float* att, AttentionShape s) {
+__global__ void __launch_bounds__(ATTENTION_THREADS)
+attention_backward_columns_kernel3(float* __restrict__ dqkv, const float* __restrict__ dscores,
+                                   const float* __restrict__ dout, const float* __restrict__ qkv,
+                                   const float* __restrict__ att, AttentionShape s) {
     // dqkv (B,T,3·NH·HS) dk and dv added; the rest as in the rows kernel
     DYNAMIC_SHARED(float, shared);
     const int HS = s.HS, T = s.T, CSTRIDE = FLASH_QUERY_TILE + 1;
@@ -274,11 +291,13 @@ __global__ void attention_backward_columns_kernel3(float* dqkv, const float* dsc
             att_tile[ii * CSTRIDE + c] = inside ? att[block + (size_t)i * T + j] : 0.0f;
         }
         __syncthreads();
+        UNROLL  // dk_acc and dv_acc stay in registers
         for (int r = 0; r < FLASH_ROWS_PER_WARP; r++) {
             const int c = warp * FLASH_ROWS_PER_WARP + r;
             if (col0 + c >= T) continue;
             for (int ii = 0; ii < FLASH_KEY_TILE; ii++) {
                 const float ds = ds_tile[ii * CSTRIDE + c], a = att_tile[ii * CSTRIDE + c];
+                UNROLL
                 for (int k = 0; k < FLASH_DIMS_PER_LANE; k++) {
                     const int d = lane + WARP * k;
                     if (d >= HS) continue;
@@ -289,11 +308,13 @@ __global__ void attention_backward_columns_kernel3(float* dqkv, const float* dsc
         }
     }
     const float scale = 1.0f / sqrtf((float)HS);
+    UNROLL
     for (int r = 0; r < FLASH_ROWS_PER_WARP; r++) {
         const int j = col0 + warp * FLASH_ROWS_PER_WARP + r;
         if (j >= T) continue;
         float* dk = dqkv + (head_vector(qkv, s, 1, b, j, h) - qkv);
         float* dv = dqkv + (head_vector(qkv, s, 2, b, j, h) - qkv);
+        UNROLL
         for (int k = 0; k < FLASH_DIMS_PER_LANE; k++) {
             const int d = lane + WARP * k;
             if (d >= HS) continue;
@@ -321,7 +342,8 @@ __global__ void attention_mask_partials_kernel3(float* dscores, AttentionShape s
 }
 
 // stage 2: dM_m += (sum over groups, in order, of the partial sums) σ(-M_m)
-__global__ void attention_mask_sum_kernel3(float* dmask, const float* dscores, const float* mask, AttentionShape s) {
+__global__ void attention_mask_sum_kernel3(float* __restrict__ dmask, const float* __restrict__ dscores,
+                                           const float* __restrict__ mask, AttentionShape s) {
     const int count = s.mask_heads * s.T * s.T, groups = (s.B + MASK_GROUP_ROWS - 1) / MASK_GROUP_ROWS;
     const int m = blockIdx.x * blockDim.x + threadIdx.x;
     if (m >= count) return;
@@ -331,18 +353,27 @@ __global__ void attention_mask_sum_kernel3(float* dmask, const float* dscores, c
     dmask[m] += sum * sigmoid_of_minus(mask[m]);
 }
 
+// --profile's walk of a lane: per key tile, for each of its warp's 4 rows, a dot product of HS
+// dims and the tile's 32 keys over its up to 4 dims of the output
+inline double flash_walk(AttentionShape s) {
+    return (double)ceil_div(s.T, FLASH_KEY_TILE) * FLASH_ROWS_PER_WARP * (s.HS + FLASH_KEY_TILE * FLASH_DIMS_PER_LANE);
+}
+
 inline void attention_forward_gpu3(float* out, float* att, const float* qkv, const float* mask_term,
                                    AttentionShape s) {
     const unsigned tiles = ceil_div(s.T, FLASH_QUERY_TILE);
-    launch_kernel<attention_forward_kernel3>(tiles * s.B * s.NH, ATTENTION_WARPS_PER_BLOCK * WARP,
-                                             flash_shared_bytes(s.HS), out, att, qkv, mask_term, s);
+    launch_kernel<attention_forward_kernel3>(attention_cost(s, 1, 2, flash_walk(s)), tiles * s.B * s.NH,
+                                             ATTENTION_THREADS, flash_shared_bytes(s.HS), out, att, qkv, mask_term, s);
 }
 
 // dM from dS (which it overwrites: dS is scratch)
 inline void attention_mask_backward_gpu3(float* dmask, float* dscores, const float* mask, AttentionShape s) {
     const size_t count = (size_t)s.mask_heads * s.T * s.T, groups = ceil_div(s.B, MASK_GROUP_ROWS);
-    launch_kernel<attention_mask_partials_kernel3>(ceil_div(count * groups, BLOCK), BLOCK, 0, dscores, s);
-    launch_kernel<attention_mask_sum_kernel3>(ceil_div(count, BLOCK), BLOCK, 0, dmask, dscores, mask, s);
+    const double heads = (double)s.NH / s.mask_heads;  // the heads of one mask entry
+    launch_kernel<attention_mask_partials_kernel3>(attention_mask_cost(s, MASK_GROUP_ROWS * heads),
+                                                   ceil_div(count * groups, BLOCK), BLOCK, 0, dscores, s);
+    launch_kernel<attention_mask_sum_kernel3>(attention_mask_cost(s, (double)groups), ceil_div(count, BLOCK), BLOCK,
+                                              0, dmask, dscores, mask, s);
 }
 
 // dq, dk, dv and dM. With dS given (dout = nullptr: the qk-opt fit, once a run) version 2's kernels.
@@ -351,11 +382,12 @@ inline void attention_backward_gpu3(float* dqkv, float* dmask, float* dscores, c
     if (!dout) attention_backward_qkv_gpu2(dqkv, dscores, dout, qkv, att, s);
     else {
         const unsigned blocks = ceil_div(s.T, FLASH_QUERY_TILE) * s.B * s.NH;
-        const int threads = ATTENTION_WARPS_PER_BLOCK * WARP;
-        launch_kernel<attention_backward_rows_kernel3>(blocks, threads, flash_rows_shared_bytes(s.HS), dqkv, dscores,
-                                                       dout, qkv, att, s);
-        launch_kernel<attention_backward_columns_kernel3>(blocks, threads, flash_columns_shared_bytes(s.HS), dqkv,
-                                                          dscores, dout, qkv, att, s);
+        const LaunchCost cost = attention_cost(s, 2, 2, 2 * flash_walk(s));
+        launch_kernel<attention_backward_rows_kernel3>(cost, blocks, ATTENTION_THREADS, flash_rows_shared_bytes(s.HS),
+                                                       dqkv, dscores, dout, qkv, att, s);
+        launch_kernel<attention_backward_columns_kernel3>(cost, blocks, ATTENTION_THREADS,
+                                                          flash_columns_shared_bytes(s.HS), dqkv, dscores, dout, qkv,
+                                                          att, s);
     }
     if (s.mask_heads) attention_mask_backward_gpu3(dmask, dscores, mask, s);
 }

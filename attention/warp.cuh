@@ -22,13 +22,16 @@
 #include "cpu_fast/vexp.h"    // vexp
 #include "layers/common.cuh"  // WARP, warp_max, warp_sum, launch_kernel
 
-constexpr int ATTENTION_WARPS_PER_BLOCK = 4;  // 128 threads: one warp per row, four rows a block
+constexpr int ATTENTION_WARPS_PER_BLOCK = 4;  // one warp per row, four rows a block
+// the block of versions 2 and 3: their kernels' __launch_bounds__ and their launchers use it
+constexpr int ATTENTION_THREADS = ATTENTION_WARPS_PER_BLOCK * WARP;
 
 // ----------------------------------------------------------------------------
 // forward
 
-__global__ void attention_forward_kernel2(float* out, float* att, const float* qkv, const float* mask_term,
-                                          AttentionShape s) {
+__global__ void __launch_bounds__(ATTENTION_THREADS)
+attention_forward_kernel2(float* __restrict__ out, float* __restrict__ att, const float* __restrict__ qkv,
+                          const float* __restrict__ mask_term, AttentionShape s) {
     // out (B,T,NH·HS), att (B,NH,T,T), qkv (B,T,3·NH·HS), mask_term log σ(M) (mask_heads,T,T) or nullptr
     const int row = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
     if (row >= s.B * s.NH * s.T) return;  // the whole warp returns: a row is a warp's
@@ -73,8 +76,9 @@ __global__ void attention_forward_kernel2(float* out, float* att, const float* q
 // ----------------------------------------------------------------------------
 // backward: per query row dA, dS and dq; per key column dk and dv
 
-__global__ void attention_backward_rows_kernel2(float* dqkv, float* dscores, const float* dout, const float* qkv,
-                                                const float* att, AttentionShape s) {
+__global__ void __launch_bounds__(ATTENTION_THREADS)
+attention_backward_rows_kernel2(float* __restrict__ dqkv, float* __restrict__ dscores, const float* __restrict__ dout,
+                                const float* __restrict__ qkv, const float* __restrict__ att, AttentionShape s) {
     // dscores (B,NH,T,T): dS written (or, dout = nullptr, given); the rest as in kernel 1
     const int row = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
     if (row >= s.B * s.NH * s.T) return;
@@ -106,8 +110,10 @@ __global__ void attention_backward_rows_kernel2(float* dqkv, float* dscores, con
     }
 }
 
-__global__ void attention_backward_columns_kernel2(float* dqkv, const float* dscores, const float* dout,
-                                                   const float* qkv, const float* att, AttentionShape s) {
+__global__ void __launch_bounds__(ATTENTION_THREADS)
+attention_backward_columns_kernel2(float* __restrict__ dqkv, const float* __restrict__ dscores,
+                                   const float* __restrict__ dout, const float* __restrict__ qkv,
+                                   const float* __restrict__ att, AttentionShape s) {
     // one warp per key column (b, h, j), lanes over d:
     //   dk_j[d] += sum_i dS_ij q_i[d] / sqrt(HS);   dv_j[d] += sum_i A_ij dy_i[d]   (dout given)
     const int column = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
@@ -130,20 +136,28 @@ __global__ void attention_backward_columns_kernel2(float* dqkv, const float* dsc
     }
 }
 
+// --profile's walk of a lane: its keys' dot products (T/32 keys of HS dims), then its dims of
+// y or dq (HS/32 dims over T keys)
+inline double warp_row_walk(AttentionShape s) {
+    return (double)ceil_div(s.T, WARP) * s.HS + (double)ceil_div(s.HS, WARP) * s.T;
+}
+
 inline void attention_forward_gpu2(float* out, float* att, const float* qkv, const float* mask_term,
                                    AttentionShape s) {
-    const int threads = ATTENTION_WARPS_PER_BLOCK * WARP;
-    launch_kernel<attention_forward_kernel2>(ceil_div((size_t)s.B * s.NH * s.T, ATTENTION_WARPS_PER_BLOCK), threads, 0,
-                                             out, att, qkv, mask_term, s);
+    launch_kernel<attention_forward_kernel2>(attention_cost(s, 1, 2, warp_row_walk(s)),
+                                             ceil_div((size_t)s.B * s.NH * s.T, ATTENTION_WARPS_PER_BLOCK),
+                                             ATTENTION_THREADS, 0, out, att, qkv, mask_term, s);
 }
 
 // dq, dk, dv (and dS)
 inline void attention_backward_qkv_gpu2(float* dqkv, float* dscores, const float* dout, const float* qkv,
                                         const float* att, AttentionShape s) {
-    const int threads = ATTENTION_WARPS_PER_BLOCK * WARP;
     const unsigned blocks = ceil_div((size_t)s.B * s.NH * s.T, ATTENTION_WARPS_PER_BLOCK);
-    launch_kernel<attention_backward_rows_kernel2>(blocks, threads, 0, dqkv, dscores, dout, qkv, att, s);
-    launch_kernel<attention_backward_columns_kernel2>(blocks, threads, 0, dqkv, dscores, dout, qkv, att, s);
+    const LaunchCost cost = attention_cost(s, 2, 2, warp_row_walk(s));
+    launch_kernel<attention_backward_rows_kernel2>(cost, blocks, ATTENTION_THREADS, 0, dqkv, dscores, dout, qkv, att,
+                                                   s);
+    launch_kernel<attention_backward_columns_kernel2>(cost, blocks, ATTENTION_THREADS, 0, dqkv, dscores, dout, qkv,
+                                                      att, s);
 }
 
 // dq, dk, dv, then dM with kernel 1's one thread per mask entry

@@ -6,6 +6,7 @@
 //   1  attention.cuh        one thread per query row: the CPU's row function as it is
 //   2  attention/warp.cuh   one warp per query row, warp shuffles for the softmax's max and sum
 //   3  attention/flash.cuh  k/v tiles in shared memory, the online softmax
+//   4  attention/short.cuh  T <= 64: a block holds the whole head in shared memory, one launch
 // Checked: y (B,T,NH·HS) and A (B,NH,T,T) within 1e-4 + 1e-3·|cpu|, and two runs' bits equal.
 // Napkin counts of one call: bytes = qkv read once + y and A written + the mask read;
 // flops = 4·B·NH·T²·HS (Q K^T and A V, a multiply and an add each), counted as if not causal.
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
             const double error = dev_worst(dev_max_error("y", runs[0][0], out), dev_max_error("A", runs[0][1], att));
             const bool reproducible = same_bits(runs[0][0], runs[1][0]) && same_bits(runs[0][1], runs[1][1]);
             const double ms = dev_time_ms(opt.quick ? 1 : 20, call);
-            dev_table_row(shape, version, ms, bytes, flops, error, reproducible);
+            dev_table_row(shape, version, ms, dev_h200_bound_ms(call), bytes, flops, error, reproducible);
             all_ok = all_ok && !std::isnan(error) && reproducible;
         }
     }

@@ -1,7 +1,8 @@
 // dev/dev_common.h: what the kernel lab's programs share (dev/README.md says what the lab is).
 // Each program runs every version of one kernel family on the same shapes, checks it against
 // the CPU reference, times it with CUDA events and prints one table:
-//   shape | version | idea | time | GB/s | TFLOP/s | max error | same bits
+//   shape | version | idea | time | H200 bound | GB/s | TFLOP/s | max error | same bits
+// (the bound from the costs the launchers state for --profile, layers/profile.h: an estimate)
 // It exits non-zero when any version misses the tolerance or gives NaN.
 //   ./dev/attention_forward            every version on every shape
 //   ./dev/attention_forward 3          version 3 only
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 #include "attention/versions.cuh"  // the layer: row functions, CPU loops, every kernel version, the table
+#include "layers/profile.h"        // profiler, lower_bound_seconds, H200: each call's bound
 
 // The shapes a program runs: awkward ones (T not a multiple of the tiles; HS not of 32; a
 // batch not of the mask gradient's groups), and real ones, named for the run that has them.
@@ -164,27 +166,46 @@ inline void dev_table_header(const char* program) {
 #ifdef MASKPRIOR_CUDA_EMULATION
     printf("(the CPU emulation of CUDA: the checks hold, the times are not a GPU's)\n");
 #endif
-    printf("| %-34s | v | %-55s | %9s | %7s | %8s | %9s | %-9s |\n", "shape (B, T, NH, HS)", "idea", "time ms", "GB/s",
-           "TFLOP/s", "max error", "same bits");
-    printf("|%s|---|%s|%s|%s|%s|%s|%s|\n", std::string(36, '-').c_str(), std::string(57, '-').c_str(),
-           std::string(11, '-').c_str(), std::string(9, '-').c_str(), std::string(10, '-').c_str(),
-           std::string(11, '-').c_str(), std::string(11, '-').c_str());
+    printf("(H200 bound: the sum of the call's launches' lower bounds on an H200, from the costs their launchers\n"
+           " state: datasheet figures and a 2 µs launch, an estimate, not a measurement; layers/profile.h)\n");
+    printf("| %-34s | v | %-55s | %9s | %11s | %7s | %8s | %9s | %-9s |\n", "shape (B, T, NH, HS)", "idea", "time ms",
+           "H200 bound", "GB/s", "TFLOP/s", "max error", "same bits");
+    printf("|%s|---|%s|%s|%s|%s|%s|%s|%s|\n", std::string(36, '-').c_str(), std::string(57, '-').c_str(),
+           std::string(11, '-').c_str(), std::string(13, '-').c_str(), std::string(9, '-').c_str(),
+           std::string(10, '-').c_str(), std::string(11, '-').c_str(), std::string(11, '-').c_str());
 }
 
-// One row of the table; bytes and flops are the napkin counts of one call
-inline void dev_table_row(const DevShape& shape, int version, double ms, double bytes, double flops, double error,
-                          bool reproducible) {
+// The lower bound of one call on an H200, in ms: the sum over its launches of each one's bound,
+// from the costs their launchers state for --profile (layers/profile.h). Runs the call once.
+template <typename F>
+inline double dev_h200_bound_ms(F call) {
+    Profiler& p = profiler();
+    p.calls.clear();
+    p.steps.assign(1, ProfiledStep{});
+    p.events_used = 0;
+    p.recording = true;
+    call();
+    p.recording = false;
+    double seconds = 0;
+    for (const ProfiledCall& launch : p.calls) seconds += lower_bound_seconds(launch.cost, H200, false);
+    return seconds * 1e3;
+}
+
+// One row of the table; bytes and flops are the napkin counts of one call, bound_ms its H200 bound
+inline void dev_table_row(const DevShape& shape, int version, double ms, double bound_ms, double bytes, double flops,
+                          double error, bool reproducible) {
     const AttentionShape& s = shape.s;
     const std::string dims = std::string(shape.name) + " " + std::to_string(s.B) + "," + std::to_string(s.T) + "," +
                              std::to_string(s.NH) + "," + std::to_string(s.HS);
-    printf("| %-34s | %d | %-55s | %9.4f | %7.1f | %8.3f | %9.2e | %-9s |\n", dims.c_str(), version,
-           ATTENTION_KERNELS[version - 1].idea, ms, bytes / (ms * 1e6), flops / (ms * 1e9), error,
+    printf("| %-34s | %d | %-55s | %9.4f | %8.4f ms | %7.1f | %8.3f | %9.2e | %-9s |\n", dims.c_str(), version,
+           ATTENTION_KERNELS[version - 1].idea, ms, bound_ms, bytes / (ms * 1e6), flops / (ms * 1e9), error,
            reproducible ? "yes" : "NO");
 }
 
-// Whether a version cannot run a shape (version 3: HS > 128); the row then says why
+// Whether a version cannot run a shape (version 3: HS > 128; version 4: T > 64, or a head past its
+// shared memory); the row then says why
 inline bool dev_skip(const DevShape& shape, int version) {
-    const std::string refusal = attention_kernel_refusal(version, shape.s.HS);
+    const std::string refusal = attention_kernel_refusal(version, shape.s.HS, shape.s.T);
     if (refusal.empty()) return false;
     printf("| %-34s | %d | skipped: %-46s |\n", shape.name, version, refusal.c_str());
     return true;

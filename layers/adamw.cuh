@@ -7,9 +7,11 @@
 // and in both:
 //   m = b1 m + (1 - b1) g          v = b2 v + (1 - b2) g^2
 //   mhat = m / (1 - b1^t)          vhat = v / (1 - b2^t)
-// The model calls it once per parameter tensor, so the mask can have its own weight decay.
+// The model calls it once for all its parameters, on the flat buffers, with the weight decay
+// given by group (AdamWGroups: the mask has its own; a frozen mask is in no group, untouched).
 #pragma once
-#include "layers/common.cuh"  // Device, ceil_div, BLOCK, cudaCheck
+#include <stdexcept>
+#include "layers/common.cuh"  // Device, ceil_div, BLOCK, cudaCheck, launch_kernel
 
 struct AdamWSettings {
     float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
@@ -33,16 +35,64 @@ void adamw_cpu(F* params, F* m, F* v, const F* grads, size_t n, AdamWSettings s,
     for (size_t i = 0; i < n; i++) adamw_element(params[i], m[i], v[i], grads[i], s, wd, c1, c2);
 }
 
-__global__ void adamw_kernel1(float* params, float* m, float* v, const float* grads, size_t n,
-                              AdamWSettings s, float wd, float c1, float c2) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) adamw_element(params[i], m[i], v[i], grads[i], s, wd, c1, c2);
+// Ranges of a flat parameter buffer, each with its weight decay; an element in no range is not
+// updated. Passed to the kernel by value (a few hundred bytes of its parameters).
+struct AdamWGroup {
+    size_t begin, end;  // elements [begin, end)
+    float weight_decay;
+};
+constexpr int ADAMW_MAX_GROUPS = 16;
+struct AdamWGroups {
+    int count = 0;
+    AdamWGroup group[ADAMW_MAX_GROUPS];
+    // adds [begin, end) with decay wd, merged into the last range when it continues it with the same decay
+    void add(size_t begin, size_t end, float wd) {
+        if (count > 0 && group[count - 1].end == begin && group[count - 1].weight_decay == wd) {
+            group[count - 1].end = end;
+            return;
+        }
+        if (count == ADAMW_MAX_GROUPS) throw std::logic_error("AdamWGroups: more than ADAMW_MAX_GROUPS ranges");
+        group[count++] = {begin, end, wd};
+    }
+    size_t span() const { return count == 0 ? 0 : group[count - 1].end; }  // ranges are added in order
+};
+
+// the bias corrections 1 - b^t, computed on the host in float on both devices
+inline float adamw_correction(float beta, int t) { return 1.0f - std::pow(beta, (float)t); }
+
+// one thread per element of the span; it finds its range (a few, the same for nearby threads)
+__global__ void adamw_kernel1(float* __restrict__ params, float* __restrict__ m, float* __restrict__ v,
+                              const float* __restrict__ grads, AdamWGroups groups, AdamWSettings s, float c1,
+                              float c2) {
+    // params, m, v, grads: the flat buffers, groups.span() elements
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int g = 0; g < groups.count; g++)
+        if (i >= groups.group[g].begin && i < groups.group[g].end)
+            return adamw_element(params[i], m[i], v[i], grads[i], s, groups.group[g].weight_decay, c1, c2);
 }
 
+// One step on every range of groups: the CPU range by range, the GPU in one launch.
+inline void adamw_update_groups(Device dev, float* params, float* m, float* v, const float* grads,
+                                const AdamWGroups& groups, AdamWSettings s, int t) {
+    if (dev == DEVICE_CPU) {
+        for (int g = 0; g < groups.count; g++) {
+            const AdamWGroup& r = groups.group[g];
+            adamw_cpu(params + r.begin, m + r.begin, v + r.begin, grads + r.begin, r.end - r.begin, s, r.weight_decay,
+                      t);
+        }
+        return;
+    }
+    const size_t n = groups.span();
+    if (n == 0) return;
+    const LaunchCost cost{4.0 * 7 * n, 16.0 * n, 1};  // reads p, m, v, g; writes p, m, v
+    launch_kernel<adamw_kernel1>(cost, ceil_div(n, BLOCK), BLOCK, 0, params, m, v, grads, groups, s,
+                                 adamw_correction(s.beta1, t), adamw_correction(s.beta2, t));
+}
+
+// One step on n parameters with weight decay wd
 inline void adamw_update(Device dev, float* params, float* m, float* v, const float* grads, size_t n,
                          AdamWSettings s, float wd, int t) {
-    if (dev == DEVICE_CPU) return adamw_cpu(params, m, v, grads, n, s, wd, t);
-    // the bias corrections are computed on the host in float, as adamw_cpu<float> does
-    float c1 = 1.0f - std::pow(s.beta1, (float)t), c2 = 1.0f - std::pow(s.beta2, (float)t);
-    launch_kernel<adamw_kernel1>(ceil_div(n, BLOCK), BLOCK, 0, params, m, v, grads, n, s, wd, c1, c2);
+    AdamWGroups all;
+    all.add(0, n, wd);
+    adamw_update_groups(dev, params, m, v, grads, all, s, t);
 }

@@ -16,6 +16,8 @@
 
 constexpr size_t GRAD_NORM_CHUNK = 4096;  // elements per partial sum, on both devices
 constexpr int GRAD_NORM_THREADS = 256;    // GPU threads per chunk: each sums GRAD_NORM_CHUNK / 256 = 16 elements
+// the kernel's tree halves the block: a power of two, and its launch is GRAD_NORM_THREADS (its __launch_bounds__)
+static_assert((GRAD_NORM_THREADS & (GRAD_NORM_THREADS - 1)) == 0, "the norm's tree needs a power of two");
 
 inline size_t grad_norm_chunks(size_t n) { return (n + GRAD_NORM_CHUNK - 1) / GRAD_NORM_CHUNK; }
 
@@ -39,7 +41,8 @@ inline void grad_norm_partials_cpu(double* partials, const float* grads, size_t 
     }
 }
 
-__global__ void grad_norm_partials_kernel1(double* partials, const float* grads, size_t n) {
+__global__ void __launch_bounds__(GRAD_NORM_THREADS)
+grad_norm_partials_kernel1(double* __restrict__ partials, const float* __restrict__ grads, size_t n) {
     // one block per chunk; thread t sums elements t, t + 256, t + 512, ... of the chunk
     __shared__ double sums[GRAD_NORM_THREADS];
     const int t = threadIdx.x;
@@ -72,9 +75,10 @@ inline double grad_norm_squared(Device dev, const float* grads, size_t n, float*
         grad_norm_partials_cpu(partials, grads, n);
         return sum_partials_in_order(partials, chunks);
     }
-    launch_kernel<grad_norm_partials_kernel1>((unsigned int)chunks, GRAD_NORM_THREADS, 0, partials, grads, n);
+    const LaunchCost cost{4.0 * n + 8.0 * chunks, 2.0 * n, GRAD_NORM_CHUNK / GRAD_NORM_THREADS};
+    launch_kernel<grad_norm_partials_kernel1>(cost, (unsigned int)chunks, GRAD_NORM_THREADS, 0, partials, grads, n);
     std::vector<double> host(chunks);
-    cudaCheck(cudaMemcpy(host.data(), partials, chunks * sizeof(double), cudaMemcpyDeviceToHost));
+    device_copy(host.data(), partials, chunks * sizeof(double), cudaMemcpyDeviceToHost);
     return sum_partials_in_order(host.data(), chunks);
 }
 
@@ -93,7 +97,7 @@ __global__ void scale_buffer_kernel1(float* x, size_t n, float factor) {
 
 inline void scale_buffer(Device dev, float* x, size_t n, float factor) {
     if (dev == DEVICE_CPU) return scale_buffer_cpu(x, n, factor);
-    launch_kernel<scale_buffer_kernel1>(ceil_div(n, BLOCK), BLOCK, 0, x, n, factor);
+    launch_kernel<scale_buffer_kernel1>(pointwise_cost(n, 1, 1), ceil_div(n, BLOCK), BLOCK, 0, x, n, factor);
 }
 
 // ----------------------------------------------------------------------------

@@ -6,7 +6,7 @@
 //     vector width and threads)
 //   - how the GPU computes: the cuBLAS handle and Kernels (versions, TF32)
 //   - the CPU's paths: CPU_REFERENCE (the plain loops or the fast ones) and worth_threads
-//   - buffers that allocate, clear and copy on either device
+//   - buffers that allocate, clear and copy on either device (device_copy: each copy --profile counts)
 //   - launching kernels (launch_kernel, ceil_div, BLOCK), and warps (warp_max, warp_sum, UNROLL,
 //     DYNAMIC_SHARED)
 //   - Rng: a seeded xorshift64* generator (uniform and normal), so a seed fixes everything
@@ -25,14 +25,17 @@
 #ifdef MASKPRIOR_CUDA_EMULATION  // the host compiler, without a GPU: emu/ runs the kernels on the CPU
 #include "emu/cuda_emulation.h"
 #include "emu/cublas_emulation.h"
+constexpr bool GPU_EMULATED = true;
 #else
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+constexpr bool GPU_EMULATED = false;
 #endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#include "layers/errors.h"  // fail(), InputError
+#include "layers/errors.h"   // fail(), InputError
+#include "layers/profile.h"  // profiler, LaunchCost: what --profile records
 
 // ----------------------------------------------------------------------------
 // errors: bad input throws InputError through fail() (errors.h); CUDA errors are bugs
@@ -203,9 +206,19 @@ inline void buffer_free(Device dev, float* p) {
     else free(p);
 }
 
+// --profile records a GPU memset as a call: its bytes are written, one a thread
 inline void buffer_zero(Device dev, float* p, size_t count) {
-    if (dev == DEVICE_GPU) cudaCheck(cudaMemset(p, 0, count * sizeof(float)));
-    else memset(p, 0, count * sizeof(float));
+    if (dev == DEVICE_CPU) return (void)memset(p, 0, count * sizeof(float));
+    const bool recording = profiler().recording;
+    if (recording) profiler().begin("cudaMemset", 0, 0, 0, {4.0 * count, 0, 1}, !GPU_EMULATED);
+    cudaCheck(cudaMemset(p, 0, count * sizeof(float)));
+    if (recording) profiler().end();
+}
+
+// cudaMemcpy of `bytes`; --profile counts the copies between host and device
+inline void device_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+    if (kind != cudaMemcpyDeviceToDevice) profile_copy(kind == cudaMemcpyHostToDevice, bytes);
+    cudaCheck(cudaMemcpy(dst, src, bytes, kind));
 }
 
 // Copies count floats between two buffers, each on its own device.
@@ -213,7 +226,7 @@ inline void buffer_copy(float* dst, Device dst_dev, const float* src, Device src
     if (dst_dev == DEVICE_CPU && src_dev == DEVICE_CPU) { memcpy(dst, src, count * sizeof(float)); return; }
     cudaMemcpyKind kind = dst_dev == DEVICE_CPU ? cudaMemcpyDeviceToHost
                           : src_dev == DEVICE_GPU ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
-    cudaCheck(cudaMemcpy(dst, src, count * sizeof(float), kind));
+    device_copy(dst, src, count * sizeof(float), kind);
 }
 
 // Blocks of `block` threads that cover n elements: the grid size of a one-thread-per-element
@@ -225,15 +238,24 @@ constexpr int BLOCK = 256;  // threads per block for the simple one-thread-per-e
 // Every kernel is launched here: launch_kernel<kernel>(grid, block, shared_bytes, args...) is
 // kernel<<<grid, block, shared_bytes>>>(args...) and the check of its launch. Under the CPU
 // emulation (emu/) the same call checks the launch configuration and every pointer argument,
-// then runs the kernel's threads on the CPU.
+// then runs the kernel's threads on the CPU. A launcher that knows what its launch costs says so
+// first, launch_kernel<kernel>(cost, grid, ...), for --profile (layers/profile.h).
 template <auto kernel, typename... Args>
-inline void launch_kernel(dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
+inline void launch_kernel(LaunchCost cost, dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
+    const bool recording = profiler().recording;  // timed with events on a GPU, not on the emulation
+    if (recording) profiler().begin(profiled_kernel_name<kernel>(), grid, block, shared_bytes, cost, !GPU_EMULATED);
 #ifdef MASKPRIOR_CUDA_EMULATION
     emu::launch<kernel>(grid, block, shared_bytes, args...);
 #else
     kernel<<<grid, block, shared_bytes>>>(args...);
 #endif
+    if (recording) profiler().end();
     cudaCheck(cudaGetLastError());
+}
+
+template <auto kernel, typename... Args>
+inline void launch_kernel(dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
+    launch_kernel<kernel>(LaunchCost{}, grid, block, shared_bytes, args...);
 }
 
 // ----------------------------------------------------------------------------
@@ -304,5 +326,7 @@ inline double now_seconds() {
 }
 
 inline void device_sync(Device dev) {
-    if (dev == DEVICE_GPU) cudaCheck(cudaDeviceSynchronize());
+    if (dev != DEVICE_GPU) return;
+    profile_synchronisation();
+    cudaCheck(cudaDeviceSynchronize());
 }

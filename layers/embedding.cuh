@@ -7,8 +7,14 @@
 // (plain loops, templated on the float type so the tests can run them in double); kernel1,
 // the naive port of the CPU loop; and <layer>_forward / _backward(dev, ...), which the model
 // calls and which picks the device. Every backward accumulates (+=) into its gradients.
+// Kernel 2 of both backwards (Kernels::fast_layers), at the end, sums over the batch without a
+// serial walk: the position gradient as column sums, the token gradient over each token's rows.
 #pragma once
-#include "layers/common.cuh"  // Device, ceil_div, cudaCheck, BLOCK
+#include <stdexcept>
+#include <string>
+#include <vector>
+#include "layers/column_sums.cuh"  // column_sums_gpu, column_scratch, warp_column_sum, COLUMN_GROUP_ROWS
+#include "layers/common.cuh"       // Device, Kernels, ceil_div, cudaCheck, BLOCK, WARP
 
 // ----------------------------------------------------------------------------
 // Embedding: a token id looks up its row of wte, and position t adds row t of wpe.
@@ -53,7 +59,7 @@ __global__ void embedding_forward_kernel1(float* out, const int* tokens, const f
     out[idx] = wte[(size_t)tokens[bt] * C + c] + wpe[(size_t)(bt % T) * C + c];
 }
 
-// Only C threads, which is plenty for the small vocabularies here.
+// Only C threads, each walking all B·T rows in turn: the serial walk that kernel 2 removes.
 __global__ void embedding_backward_kernel1(float* dwte, float* dwpe, const float* dout, const int* tokens,
                                            int B, int T, int C) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -63,14 +69,9 @@ __global__ void embedding_backward_kernel1(float* dwte, float* dwpe, const float
 inline void embedding_forward(Device dev, float* out, const int* tokens, const float* wte, const float* wpe,
                               int B, int T, int C) {
     if (dev == DEVICE_CPU) return embedding_forward_cpu(out, tokens, wte, wpe, B, T, C);
-    launch_kernel<embedding_forward_kernel1>(ceil_div((size_t)B * T * C, BLOCK), BLOCK, 0, out, tokens, wte, wpe, B, T,
+    launch_kernel<embedding_forward_kernel1>(pointwise_cost((size_t)B * T * C, 2, 1),
+                                             ceil_div((size_t)B * T * C, BLOCK), BLOCK, 0, out, tokens, wte, wpe, B, T,
                                              C);
-}
-
-inline void embedding_backward(Device dev, float* dwte, float* dwpe, const float* dout, const int* tokens,
-                               int B, int T, int C) {
-    if (dev == DEVICE_CPU) return embedding_backward_cpu(dwte, dwpe, dout, tokens, B, T, C);
-    launch_kernel<embedding_backward_kernel1>(ceil_div(C, 64), 64, 0, dwte, dwpe, dout, tokens, B, T, C);
 }
 
 // ----------------------------------------------------------------------------
@@ -144,13 +145,157 @@ __global__ void scalar_embedding_backward_kernel1(float* dwte, float* dwval, flo
 inline void scalar_embedding_forward(Device dev, float* out, const int* tokens, const float* value,
                                      const float* wte, const float* wval, const float* wpe, int B, int T, int C) {
     if (dev == DEVICE_CPU) return scalar_embedding_forward_cpu(out, tokens, value, wte, wval, wpe, B, T, C);
-    launch_kernel<scalar_embedding_forward_kernel1>(ceil_div((size_t)B * T * C, BLOCK), BLOCK, 0, out, tokens, value,
+    launch_kernel<scalar_embedding_forward_kernel1>(pointwise_cost((size_t)B * T * C, 2, 1),
+                                                    ceil_div((size_t)B * T * C, BLOCK), BLOCK, 0, out, tokens, value,
                                                     wte, wval, wpe, B, T, C);
 }
 
-inline void scalar_embedding_backward(Device dev, float* dwte, float* dwval, float* dwpe, const float* dout,
-                                      const int* tokens, const float* value, int B, int T, int C) {
+// ----------------------------------------------------------------------------
+// Kernel 2 of both backwards (Kernels::fast_layers): the sums over the batch without a thread
+// that walks every row (layers/column_sums.cuh teaches the pattern).
+//   dwpe[t,:] += sum_b dout[b,t,:]: the column sums of dout read as a (B, T·C) matrix.
+//   dwte[v,:] += the sum of dout over the rows where token v stands. The host, which has the
+//     tokens, lists each token's rows (TokenRows, in row order) and cuts each list into chunks
+//     of COLUMN_GROUP_ROWS rows. Stage 1: a thread per (chunk, channel) sums its chunk's rows;
+//     stage 2: a warp per (token, channel) adds the token's chunks (warp_column_sum). The same
+//     fixed order at every run, no atomics.
+// The scalar embedding's dwval[c] is then sum_v value[v]·S_v[c], S_v the token's row sum, over
+// the valued tokens in list order: a warp per channel walks the batch's distinct tokens.
+
+// The rows (b·T + t) of a batch grouped by token, built on the host for each batch:
+//   rows (BT): the row indices, token by token (tokens in increasing id), each token's in order;
+//   chunk_start (chunks + 1): chunk k is rows[chunk_start[k] ... chunk_start[k + 1]);
+//   tokens (U): the distinct tokens; token_chunk (U + 1): token u's chunks are token_chunk[u] ...
+// held in one int array, host and device, in that order.
+struct TokenRows {
+    std::vector<int> host;
+    int BT = 0, chunks = 0, distinct = 0;
+    int* device = nullptr;  // token_rows_capacity(BT) ints, allocated by the model
+    const int* rows() const { return device; }
+    const int* chunk_start() const { return device + BT; }
+    const int* tokens() const { return device + BT + chunks + 1; }
+    const int* token_chunk() const { return device + BT + chunks + 1 + distinct; }
+};
+
+// every chunk holds at least one row and every token one chunk: at most BT of each
+inline size_t token_rows_capacity(int BT) { return 4 * (size_t)BT + 2; }
+
+// Lists the rows of tokens (BT, ids below V) by token (a counting sort) and uploads the lists to
+// r.device.
+inline void token_rows_build(TokenRows& r, const int* tokens, int BT, int V) {
+    std::vector<int> count(V + 1, 0);  // count[v + 1]: the rows of token v; then their start
+    for (int i = 0; i < BT; i++) {
+        if (tokens[i] < 0 || tokens[i] >= V)
+            throw std::logic_error("token_rows_build: token " + std::to_string(tokens[i]) + " is not below V");
+        count[tokens[i] + 1]++;
+    }
+    std::vector<int> rows(BT), chunk_start, distinct, token_chunk;
+    for (int v = 0; v < V; v++) {
+        const int n = count[v + 1];
+        count[v + 1] += count[v];
+        if (n == 0) continue;
+        distinct.push_back(v);
+        token_chunk.push_back((int)chunk_start.size());
+        for (int first = count[v]; first < count[v] + n; first += COLUMN_GROUP_ROWS) chunk_start.push_back(first);
+    }
+    chunk_start.push_back(BT);
+    token_chunk.push_back((int)chunk_start.size() - 1);
+    for (int i = 0; i < BT; i++) rows[count[tokens[i]]++] = i;  // row order within each token
+    r.BT = BT, r.chunks = (int)chunk_start.size() - 1, r.distinct = (int)distinct.size();
+    r.host = rows;
+    for (const std::vector<int>* part : {&chunk_start, &distinct, &token_chunk})
+        r.host.insert(r.host.end(), part->begin(), part->end());
+    device_copy(r.device, r.host.data(), r.host.size() * sizeof(int), cudaMemcpyHostToDevice);
+}
+
+// stage 1: thread (chunk k, channel c) sums dout over the chunk's rows
+__global__ void token_partials_kernel2(float* __restrict__ partials, const float* __restrict__ dout,
+                                       const int* __restrict__ rows, const int* __restrict__ chunk_start, int chunks,
+                                       int C) {
+    // partials (chunks, C), dout (BT, C), rows (BT), chunk_start (chunks + 1)
+    const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)chunks * C) return;
+    const int c = idx % C, k = idx / C;
+    float sum = 0;
+    for (int r = chunk_start[k]; r < chunk_start[k + 1]; r++) sum += dout[(size_t)rows[r] * C + c];
+    partials[idx] = sum;
+}
+
+// stage 2: warp (token u, channel c) adds the token's chunks into dwte[tokens[u], c]
+__global__ void token_gradient_kernel2(float* __restrict__ dwte, const float* __restrict__ partials,
+                                       const int* __restrict__ tokens, const int* __restrict__ token_chunk,
+                                       int distinct, int C) {
+    // dwte (V, C), partials (chunks, C), tokens (distinct), token_chunk (distinct + 1)
+    const size_t w = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
+    const int lane = threadIdx.x % WARP;
+    if (w >= (size_t)distinct * C) return;  // the whole warp
+    const int u = w / C, c = w % C;
+    const float sum = warp_column_sum(partials, token_chunk[u], token_chunk[u + 1], C, c, lane);
+    if (lane == 0) dwte[(size_t)tokens[u] * C + c] += sum;
+}
+
+// stage 2 of the scalar embedding: warp c walks the distinct tokens in order; a valued token's
+// sum goes into dwval[c] times its value, another's into its row of dwte
+__global__ void scalar_token_gradient_kernel2(float* __restrict__ dwte, float* __restrict__ dwval,
+                                              const float* __restrict__ partials, const int* __restrict__ tokens,
+                                              const int* __restrict__ token_chunk, const float* __restrict__ value,
+                                              int distinct, int C) {
+    // dwte (V, C), dwval (C), partials (chunks, C), tokens (distinct), token_chunk (distinct + 1), value (V)
+    const int c = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
+    if (c >= C) return;  // the whole warp
+    float dv = 0;
+    for (int u = 0; u < distinct; u++) {
+        const int v = tokens[u];
+        const float sum = warp_column_sum(partials, token_chunk[u], token_chunk[u + 1], C, c, lane);
+        if (value[v] != 0.0f) dv += value[v] * sum;
+        else if (lane == 0) dwte[(size_t)v * C + c] += sum;
+    }
+    if (lane == 0) dwval[c] += dv;
+}
+
+// stage 1 for either embedding: the chunk sums of dout, in the column scratch
+inline float* token_partials_gpu(const TokenRows& by_token, const float* dout, int C) {
+    float* partials = column_scratch((size_t)by_token.chunks * C);
+    const double rows = by_token.BT, chunks = by_token.chunks;
+    const LaunchCost cost{4.0 * (rows * C + 2 * rows + chunks * C), rows * C, COLUMN_GROUP_ROWS};  // + rows, starts
+    launch_kernel<token_partials_kernel2>(cost, ceil_div((size_t)by_token.chunks * C, BLOCK), BLOCK, 0, partials, dout,
+                                          by_token.rows(), by_token.chunk_start(), by_token.chunks, C);
+    return partials;
+}
+
+// kernel 1 of either backward for --profile: a thread per channel walks all B·T rows
+inline LaunchCost embedding_kernel1_cost(int B, int T, int C) {
+    const double BTC = (double)B * T * C;
+    return {4.0 * (BTC + 2.0 * B * T + 4.0 * T * C), 2 * BTC, (double)B * T};
+}
+
+// by_token: the batch's TokenRows (kernel 2 on the GPU; unused otherwise)
+inline void embedding_backward(Device dev, const Kernels& kernels, float* dwte, float* dwpe, const float* dout,
+                               const int* tokens, const TokenRows& by_token, int B, int T, int C) {
+    if (dev == DEVICE_CPU) return embedding_backward_cpu(dwte, dwpe, dout, tokens, B, T, C);
+    if (!kernels.fast_layers)
+        return launch_kernel<embedding_backward_kernel1>(embedding_kernel1_cost(B, T, C), ceil_div(C, 64), 64, 0, dwte,
+                                                         dwpe, dout, tokens, B, T, C);
+    column_sums_gpu(dwpe, dout, B, T * C);
+    const float* partials = token_partials_gpu(by_token, dout, C);
+    const size_t warps = (size_t)by_token.distinct * C;
+    launch_kernel<token_gradient_kernel2>(column_partials_sum_cost(by_token.chunks, C),
+                                          ceil_div(warps, COLUMN_WARPS_PER_BLOCK), BLOCK, 0, dwte, partials,
+                                          by_token.tokens(), by_token.token_chunk(), by_token.distinct, C);
+}
+
+inline void scalar_embedding_backward(Device dev, const Kernels& kernels, float* dwte, float* dwval, float* dwpe,
+                                      const float* dout, const int* tokens, const float* value,
+                                      const TokenRows& by_token, int B, int T, int C) {
     if (dev == DEVICE_CPU) return scalar_embedding_backward_cpu(dwte, dwval, dwpe, dout, tokens, value, B, T, C);
-    launch_kernel<scalar_embedding_backward_kernel1>(ceil_div(C, 64), 64, 0, dwte, dwval, dwpe, dout, tokens, value, B,
-                                                     T, C);
+    if (!kernels.fast_layers)
+        return launch_kernel<scalar_embedding_backward_kernel1>(embedding_kernel1_cost(B, T, C), ceil_div(C, 64), 64, 0,
+                                                                dwte, dwval, dwpe, dout, tokens, value, B, T, C);
+    column_sums_gpu(dwpe, dout, B, T * C);
+    const float* partials = token_partials_gpu(by_token, dout, C);
+    LaunchCost cost = column_partials_sum_cost(by_token.chunks, C);
+    cost.walk = by_token.distinct + (double)by_token.chunks / WARP;  // a lane: each token, then its chunks
+    launch_kernel<scalar_token_gradient_kernel2>(cost, ceil_div(C, COLUMN_WARPS_PER_BLOCK), BLOCK, 0, dwte, dwval,
+                                                 partials, by_token.tokens(), by_token.token_chunk(), value,
+                                                 by_token.distinct, C);
 }

@@ -1,8 +1,9 @@
 // layers/fused.cuh: two layers in one kernel, where a training step runs them back to back.
 // Each pair is one block: the math, the fused kernel, the launcher the model calls, and its
-// backward. On the CPU, and on the GPU without Kernels::fast_layers (--fast-kernels), a launcher
-// calls the two layers as they are; with it (GPU) it runs the fused kernel (kernel 2 of the pair),
-// which reads its input once and launches once. The backward is the two layers' own, in reverse.
+// backward (residual + LayerNorm has none of its own: see below). On the CPU, and on the GPU
+// without Kernels::fast_layers (--fast-kernels), a launcher calls the two layers as they are;
+// with it (GPU) it runs the fused kernel (kernel 2 of the pair), which reads its input once and
+// launches once. A backward is the two layers' own, in reverse.
 // The fused kernels compute the same per-element math as the separate ones; where a fused kernel
 // also changes how a row is reduced (a warp instead of one thread), its comment says so, and the
 // GPU tests hold it to the separate layers within the reduction tolerance.
@@ -15,7 +16,7 @@
 #include "layers/common.cuh"     // Device, Kernels, launch_kernel, WARP
 #include "layers/layernorm.cuh"  // layernorm_forward, layernorm_backward, layernorm_row_forward_warp
 #include "layers/matmul.cuh"     // matmul_forward, matmul_backward, matmul_forward_gpu
-#include "layers/pointwise.cuh"  // residual_*, gelu_*, gelu_value
+#include "layers/pointwise.cuh"  // residual_forward, gelu_*, gelu_value
 
 // ----------------------------------------------------------------------------
 // residual + LayerNorm: residual = a + b, then out = layernorm(residual) (mean and rstd kept for
@@ -25,9 +26,11 @@
 // normalises it while it is fresh in the cache. LayerNorm's kernel1 sums a row in one thread,
 // left to right; the warp sums 32 partial sums in a butterfly, so the bits differ within rounding.
 
-__global__ void residual_layernorm_forward_kernel2(float* residual, float* out, float* mean, float* rstd,
-                                                   const float* a, const float* b, const float* weight,
-                                                   const float* bias, int N, int C) {
+__global__ void residual_layernorm_forward_kernel2(float* __restrict__ residual, float* __restrict__ out,
+                                                   float* __restrict__ mean, float* __restrict__ rstd,
+                                                   const float* __restrict__ a, const float* __restrict__ b,
+                                                   const float* __restrict__ weight, const float* __restrict__ bias,
+                                                   int N, int C) {
     // residual, out, a, b (N,C); mean, rstd (N); weight, bias (C)
     const int n = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
     if (n >= N) return;  // the whole warp: a row is a warp's
@@ -46,20 +49,14 @@ inline void residual_layernorm_forward(Device dev, const Kernels& kernels, float
         return layernorm_forward(dev, kernels, out, mean, rstd, residual, weight, bias, N, C);
     }
     const int warps_per_block = 4;
-    launch_kernel<residual_layernorm_forward_kernel2>(ceil_div(N, warps_per_block), warps_per_block * WARP, 0,
+    // --profile: a and b read, residual and out written; a lane walks its 32nd of the row four times
+    const LaunchCost cost{4.0 * (4.0 * N * C + 2.0 * N + 2.0 * C), 7.0 * N * C, 4.0 * ceil_div(C, WARP)};
+    launch_kernel<residual_layernorm_forward_kernel2>(cost, ceil_div(N, warps_per_block), warps_per_block * WARP, 0,
                                                       residual, out, mean, rstd, a, b, weight, bias, N, C);
 }
 
-// backward: in the forward pass this was out = layernorm(residual), residual = a + b; so
-//   dresidual += layernorm's input gradient (dweight, dbias too), then da += dresidual, db += dresidual
-// dresidual comes in holding what residual's other reader gave it (the block's next residual add).
-inline void residual_layernorm_backward(Device dev, const Kernels& kernels, float* da, float* db, float* dresidual,
-                                        float* dweight, float* dbias, const float* dout, const float* residual,
-                                        const float* weight, const float* mean, const float* rstd, int N, int C) {
-    // da, db, dresidual, dout, residual (N,C); dweight, dbias, weight (C); mean, rstd (N)
-    layernorm_backward(dev, kernels, dresidual, dweight, dbias, dout, residual, weight, mean, rstd, N, C);
-    residual_backward(dev, da, db, dresidual, (size_t)N * C);
-}
+// backward: none of its own. The residual's gradient is the block's one residual gradient, into
+// which layernorm_backward adds its input gradient, and which a and b then share (model.cuh).
 
 // ----------------------------------------------------------------------------
 // matmul + bias + GELU: pre = inp W^T + bias, out = gelu(pre), the MLP's first layer (mlp_fc and
@@ -68,7 +65,8 @@ inline void residual_layernorm_backward(Device dev, const Kernels& kernels, floa
 // passes (add_bias_kernel1, gelu_forward_kernel1). Each element gets the very same operations
 // in the same order, so the bits equal the separate kernels'.
 
-__global__ void bias_gelu_forward_kernel2(float* pre, float* out, const float* bias, int N, int OC) {
+__global__ void bias_gelu_forward_kernel2(float* __restrict__ pre, float* __restrict__ out,
+                                          const float* __restrict__ bias, int N, int OC) {
     // pre (N,OC): inp W^T in, + bias out; out (N,OC) gelu(pre); bias (OC)
     const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (size_t)N * OC) return;
@@ -85,7 +83,8 @@ inline void matmul_bias_gelu_forward(Device dev, const Kernels& kernels, float* 
         return gelu_forward(dev, out, pre, (size_t)N * OC);
     }
     matmul_forward_gpu(kernels, pre, inp, weight, nullptr, N, C, OC);
-    launch_kernel<bias_gelu_forward_kernel2>(ceil_div((size_t)N * OC, BLOCK), BLOCK, 0, pre, out, bias, N, OC);
+    launch_kernel<bias_gelu_forward_kernel2>(pointwise_cost((size_t)N * OC, 2, 2, 11), ceil_div((size_t)N * OC, BLOCK),
+                                             BLOCK, 0, pre, out, bias, N, OC);
 }
 
 // backward: in the forward pass this was out = gelu(pre), pre = inp W^T + bias; so

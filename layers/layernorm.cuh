@@ -182,16 +182,29 @@ __global__ void layernorm_backward_params_partials_kernel2(float* partials_w, fl
 
 inline void layernorm_backward_params_gpu(const Kernels& kernels, float* dweight, float* dbias, const float* dout,
                                           const float* inp, const float* mean, const float* rstd, int N, int C) {
-    if (!kernels.fast_layers)
-        return launch_kernel<layernorm_backward_params_kernel1>(ceil_div(C, 64), 64, 0, dweight, dbias, dout, inp,
+    const double reads = 4.0 * (2.0 * N * C + 2.0 * N), flops = 5.0 * N * C;  // dout, inp, mean, rstd
+    if (!kernels.fast_layers) {  // a thread per channel walks the N rows: --profile marks it
+        const LaunchCost cost{reads + 4.0 * 4 * C, flops, (double)N};
+        return launch_kernel<layernorm_backward_params_kernel1>(cost, ceil_div(C, 64), 64, 0, dweight, dbias, dout, inp,
                                                                 mean, rstd, N, C);
+    }
     const int groups = column_groups(N);
     float* partials_w = column_scratch(2 * (size_t)groups * C);
     float* partials_b = partials_w + (size_t)groups * C;
-    launch_kernel<layernorm_backward_params_partials_kernel2>(ceil_div((size_t)groups * C, BLOCK), BLOCK, 0,
+    const LaunchCost cost{reads + 4.0 * 2 * groups * C, flops, COLUMN_GROUP_ROWS};
+    launch_kernel<layernorm_backward_params_partials_kernel2>(cost, ceil_div((size_t)groups * C, BLOCK), BLOCK, 0,
                                                               partials_w, partials_b, dout, inp, mean, rstd, N, C);
     column_partials_sum(dweight, partials_w, groups, C);
     column_partials_sum(dbias, partials_b, groups, C);
+}
+
+// --profile's costs: the forward reads a row and writes it, mean and rstd; the backward reads
+// dout, inp and dinp and writes dinp. A row's thread (kernel 1) walks its C channels three
+// times forward, twice backward; a warp's lane (kernel 2) a 32nd of that.
+inline LaunchCost layernorm_cost(bool backward, bool warp_per_row, int N, int C) {
+    const double row_walks = backward ? 2 : 3;
+    return {4.0 * ((backward ? 3.0 : 2.0) * N * C + 2.0 * N + 2.0 * C), (backward ? 8.0 : 6.0) * N * C,
+            row_walks * (warp_per_row ? (C + WARP - 1) / WARP : C)};
 }
 
 inline void layernorm_forward(Device dev, const Kernels& kernels, float* out, float* mean, float* rstd,
@@ -199,12 +212,13 @@ inline void layernorm_forward(Device dev, const Kernels& kernels, float* out, fl
     if (dev == DEVICE_CPU)
         return CPU_REFERENCE ? layernorm_forward_cpu(out, mean, rstd, inp, weight, bias, N, C)
                              : layernorm_forward_cpu_fast(out, mean, rstd, inp, weight, bias, N, C, LN_EPS);
+    const LaunchCost cost = layernorm_cost(false, kernels.fast_layers, N, C);
     if (kernels.fast_layers)
-        launch_kernel<layernorm_forward_kernel2>(ceil_div(N, LN_WARPS_PER_BLOCK), LN_WARPS_PER_BLOCK * WARP, 0, out,
-                                                 mean, rstd, inp, weight, bias, N, C);
+        launch_kernel<layernorm_forward_kernel2>(cost, ceil_div(N, LN_WARPS_PER_BLOCK), LN_WARPS_PER_BLOCK * WARP, 0,
+                                                 out, mean, rstd, inp, weight, bias, N, C);
     else
-        launch_kernel<layernorm_forward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, out, mean, rstd, inp, weight, bias, N,
-                                                 C);
+        launch_kernel<layernorm_forward_kernel1>(cost, ceil_div(N, BLOCK), BLOCK, 0, out, mean, rstd, inp, weight,
+                                                 bias, N, C);
 }
 
 inline void layernorm_backward(Device dev, const Kernels& kernels, float* dinp, float* dweight, float* dbias,
@@ -213,11 +227,12 @@ inline void layernorm_backward(Device dev, const Kernels& kernels, float* dinp, 
     if (dev == DEVICE_CPU)
         return CPU_REFERENCE ? layernorm_backward_cpu(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C)
                              : layernorm_backward_cpu_fast(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    const LaunchCost cost = layernorm_cost(true, kernels.fast_layers, N, C);
     if (kernels.fast_layers)
-        launch_kernel<layernorm_backward_dinp_kernel2>(ceil_div(N, LN_WARPS_PER_BLOCK), LN_WARPS_PER_BLOCK * WARP, 0,
-                                                       dinp, dout, inp, weight, mean, rstd, N, C);
+        launch_kernel<layernorm_backward_dinp_kernel2>(cost, ceil_div(N, LN_WARPS_PER_BLOCK), LN_WARPS_PER_BLOCK * WARP,
+                                                       0, dinp, dout, inp, weight, mean, rstd, N, C);
     else
-        launch_kernel<layernorm_backward_dinp_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, dinp, dout, inp, weight, mean,
-                                                       rstd, N, C);
+        launch_kernel<layernorm_backward_dinp_kernel1>(cost, ceil_div(N, BLOCK), BLOCK, 0, dinp, dout, inp, weight,
+                                                       mean, rstd, N, C);
     layernorm_backward_params_gpu(kernels, dweight, dbias, dout, inp, mean, rstd, N, C);
 }

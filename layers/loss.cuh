@@ -20,24 +20,28 @@ void mse_backward_cpu(F* dpred, const F* pred, const float* targets, int N) {  /
     for (int n = 0; n < N; n++) dpred[n] += F(2) * (pred[n] - F(targets[n])) / F(N);
 }
 
-__global__ void mse_forward_kernel1(float* losses, const float* pred, const float* targets, int N) {
+__global__ void mse_forward_kernel1(float* __restrict__ losses, const float* __restrict__ pred,
+                                    const float* __restrict__ targets, int N) {
     int n = blockIdx.x * blockDim.x + threadIdx.x;
     if (n < N) losses[n] = (pred[n] - targets[n]) * (pred[n] - targets[n]);
 }
 
-__global__ void mse_backward_kernel1(float* dpred, const float* pred, const float* targets, int N) {
+__global__ void mse_backward_kernel1(float* __restrict__ dpred, const float* __restrict__ pred,
+                                     const float* __restrict__ targets, int N) {
     int n = blockIdx.x * blockDim.x + threadIdx.x;
     if (n < N) dpred[n] += 2.0f * (pred[n] - targets[n]) / (float)N;
 }
 
 inline void mse_forward(Device dev, float* losses, const float* pred, const float* targets, int N) {
     if (dev == DEVICE_CPU) return mse_forward_cpu(losses, pred, targets, N);
-    launch_kernel<mse_forward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, losses, pred, targets, N);
+    launch_kernel<mse_forward_kernel1>(pointwise_cost(N, 2, 1, 2), ceil_div(N, BLOCK), BLOCK, 0, losses, pred, targets,
+                                       N);
 }
 
 inline void mse_backward(Device dev, float* dpred, const float* pred, const float* targets, int N) {
     if (dev == DEVICE_CPU) return mse_backward_cpu(dpred, pred, targets, N);
-    launch_kernel<mse_backward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, dpred, pred, targets, N);
+    launch_kernel<mse_backward_kernel1>(pointwise_cost(N, 3, 1, 3), ceil_div(N, BLOCK), BLOCK, 0, dpred, pred, targets,
+                                        N);
 }
 
 // ----------------------------------------------------------------------------
@@ -70,24 +74,28 @@ void logistic_backward_cpu(F* dpred, const F* pred, const float* targets, int N)
     for (int n = 0; n < N; n++) dpred[n] += logistic_slope(pred[n], F(targets[n])) / F(N);
 }
 
-__global__ void logistic_forward_kernel1(float* losses, const float* pred, const float* targets, int N) {
+__global__ void logistic_forward_kernel1(float* __restrict__ losses, const float* __restrict__ pred,
+                                         const float* __restrict__ targets, int N) {
     int n = blockIdx.x * blockDim.x + threadIdx.x;
     if (n < N) losses[n] = logistic_loss(pred[n], targets[n]);
 }
 
-__global__ void logistic_backward_kernel1(float* dpred, const float* pred, const float* targets, int N) {
+__global__ void logistic_backward_kernel1(float* __restrict__ dpred, const float* __restrict__ pred,
+                                          const float* __restrict__ targets, int N) {
     int n = blockIdx.x * blockDim.x + threadIdx.x;
     if (n < N) dpred[n] += logistic_slope(pred[n], targets[n]) / (float)N;
 }
 
 inline void logistic_forward(Device dev, float* losses, const float* pred, const float* targets, int N) {
     if (dev == DEVICE_CPU) return logistic_forward_cpu(losses, pred, targets, N);
-    launch_kernel<logistic_forward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, losses, pred, targets, N);
+    launch_kernel<logistic_forward_kernel1>(pointwise_cost(N, 2, 1, 20), ceil_div(N, BLOCK), BLOCK, 0, losses, pred,
+                                            targets, N);
 }
 
 inline void logistic_backward(Device dev, float* dpred, const float* pred, const float* targets, int N) {
     if (dev == DEVICE_CPU) return logistic_backward_cpu(dpred, pred, targets, N);
-    launch_kernel<logistic_backward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, dpred, pred, targets, N);
+    launch_kernel<logistic_backward_kernel1>(pointwise_cost(N, 3, 1, 20), ceil_div(N, BLOCK), BLOCK, 0, dpred, pred,
+                                             targets, N);
 }
 
 // ----------------------------------------------------------------------------
@@ -142,8 +150,9 @@ void crossentropy_backward_cpu(F* dlogits, const F* probs, const float* targets,
     }
 }
 
-__global__ void crossentropy_forward_kernel1(float* losses, float* probs, const float* logits,
-                                             const float* targets, const float* row_weight, int N, int V,
+__global__ void crossentropy_forward_kernel1(float* __restrict__ losses, float* __restrict__ probs,
+                                             const float* __restrict__ logits, const float* __restrict__ targets,
+                                             const float* __restrict__ row_weight, int N, int V,
                                              float smoothing = 0.0f) {
     int n = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per row
     if (n >= N) return;
@@ -170,9 +179,9 @@ __global__ void crossentropy_forward_kernel1(float* losses, float* probs, const 
 // tens of thousands of steps in one thread. Here 32 lanes share each walk, and warp reductions
 // combine their max and sums (in another order than kernel1's left-to-right sum: the bits differ
 // within rounding).
-__global__ void crossentropy_forward_kernel2(float* losses, float* probs, const float* logits,
-                                             const float* targets, const float* row_weight, int N, int V,
-                                             float smoothing) {
+__global__ void crossentropy_forward_kernel2(float* __restrict__ losses, float* __restrict__ probs,
+                                             const float* __restrict__ logits, const float* __restrict__ targets,
+                                             const float* __restrict__ row_weight, int N, int V, float smoothing) {
     // as kernel1: losses (N), probs (N,V), logits (N,V), targets (N), row_weight (N) or nullptr
     const int n = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
     if (n >= N) return;  // the whole warp
@@ -197,9 +206,9 @@ __global__ void crossentropy_forward_kernel2(float* losses, float* probs, const 
     losses[n] = w == 0.0f ? 0.0f : nll * w;
 }
 
-__global__ void crossentropy_backward_kernel1(float* dlogits, const float* probs, const float* targets,
-                                              const float* row_weight, float count, int N, int V,
-                                              float smoothing = 0.0f) {
+__global__ void crossentropy_backward_kernel1(float* __restrict__ dlogits, const float* __restrict__ probs,
+                                              const float* __restrict__ targets, const float* __restrict__ row_weight,
+                                              float count, int N, int V, float smoothing = 0.0f) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // over N*V
     if (idx >= (size_t)N * V) return;
     int n = (int)(idx / V), v = (int)(idx % V);
@@ -213,18 +222,22 @@ inline void crossentropy_forward(Device dev, const Kernels& kernels, float* loss
                                  float smoothing = 0.0f) {
     if (dev == DEVICE_CPU)
         return crossentropy_forward_cpu(losses, probs, logits, targets, row_weight, N, V, smoothing);
+    // --profile's cost: the logits read, the probabilities written; a row's thread walks V three
+    // times (kernel 1), a lane a 32nd of that (kernel 2)
+    const double walk = 3.0 * (kernels.fast_layers ? ceil_div(V, WARP) : V);
+    const LaunchCost cost{4.0 * (2.0 * N * V + 3.0 * N), 5.0 * N * V, walk};
     if (kernels.fast_layers)
-        launch_kernel<crossentropy_forward_kernel2>(ceil_div(N, 4), 4 * WARP, 0, losses, probs, logits, targets,
+        launch_kernel<crossentropy_forward_kernel2>(cost, ceil_div(N, 4), 4 * WARP, 0, losses, probs, logits, targets,
                                                     row_weight, N, V, smoothing);
     else
-        launch_kernel<crossentropy_forward_kernel1>(ceil_div(N, BLOCK), BLOCK, 0, losses, probs, logits, targets,
-                                                    row_weight, N, V, smoothing);
+        launch_kernel<crossentropy_forward_kernel1>(cost, ceil_div(N, BLOCK), BLOCK, 0, losses, probs, logits,
+                                                    targets, row_weight, N, V, smoothing);
 }
 
 inline void crossentropy_backward(Device dev, float* dlogits, const float* probs, const float* targets,
                                   const float* row_weight, float count, int N, int V, float smoothing = 0.0f) {
     if (dev == DEVICE_CPU)
         return crossentropy_backward_cpu(dlogits, probs, targets, row_weight, count, N, V, smoothing);
-    launch_kernel<crossentropy_backward_kernel1>(ceil_div((size_t)N * V, BLOCK), BLOCK, 0, dlogits, probs, targets,
-                                                 row_weight, count, N, V, smoothing);
+    launch_kernel<crossentropy_backward_kernel1>(pointwise_cost((size_t)N * V, 2, 1, 4), ceil_div((size_t)N * V, BLOCK),
+                                                 BLOCK, 0, dlogits, probs, targets, row_weight, count, N, V, smoothing);
 }

@@ -14,7 +14,7 @@
 // gradient (the patch embedding's input is the image).
 #pragma once
 #include "cpu_fast/matmul.h"       // matmul_forward_cpu_fast, matmul_backward_cpu_fast
-#include "layers/column_sums.cuh"  // column_scratch, column_partials_sum: kernel 2 of the bias gradient
+#include "layers/column_sums.cuh"  // column_sums_gpu: kernel 2 of the bias gradient
 #include "layers/common.cuh"       // Device, Kernels, ceil_div, BLOCK, cublasCheck, cublas_handle
 
 template <typename F>
@@ -82,13 +82,14 @@ void matmul_backward_cpu(F* dinp, F* dweight, F* dbias, const F* dout, const F* 
 //                        inp reads as inp^T: OP_N;  dout reads as dout^T, but dout is needed: OP_T
 //                        gemm(N, T, m=C, n=OC, k=N, inp, ld C, dout, ld OC, dweight, ld C)
 
-__global__ void add_bias_kernel1(float* out, const float* bias, int N, int OC) {
+__global__ void add_bias_kernel1(float* __restrict__ out, const float* __restrict__ bias, int N, int OC) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // over N*OC
     if (idx < (size_t)N * OC) out[idx] += bias[idx % OC];
 }
 
-// One thread per output channel, rows summed in order (deterministic, no atomics).
-__global__ void bias_backward_kernel1(float* dbias, const float* dout, int N, int OC) {
+// One thread per output channel, rows summed in order (deterministic, no atomics): a serial walk
+// over the N rows on only OC threads, which --profile marks; kernel 2 (column_sums_gpu) is the parallel one.
+__global__ void bias_backward_kernel1(float* __restrict__ dbias, const float* __restrict__ dout, int N, int OC) {
     int o = blockIdx.x * blockDim.x + threadIdx.x;
     if (o >= OC) return;
     float sum = 0;
@@ -96,44 +97,42 @@ __global__ void bias_backward_kernel1(float* dbias, const float* dout, int N, in
     dbias[o] += sum;
 }
 
-// kernel 2 (Kernels::fast_layers), stage 1 of layers/column_sums.cuh: thread (group g, channel o) sums
-// the group's rows of dout into partials[g, o]
-__global__ void bias_backward_partials_kernel2(float* partials, const float* dout, int N, int OC) {
-    // partials (groups, OC), dout (N, OC)
-    const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (size_t)column_groups(N) * OC) return;
-    const int o = idx % OC, g = idx / OC, n_end = group_end(g, N);
-    float sum = 0;
-    for (int n = g * COLUMN_GROUP_ROWS; n < n_end; n++) sum += dout[(size_t)n * OC + o];
-    partials[idx] = sum;
+// dbias (OC) += the column sums of dout (N, OC), on the GPU: kernel 1, or (Kernels::fast_layers)
+// the two stages of layers/column_sums.cuh
+inline void bias_backward_gpu(const Kernels& kernels, float* dbias, const float* dout, int N, int OC) {
+    if (kernels.fast_layers) return column_sums_gpu(dbias, dout, N, OC);
+    const LaunchCost cost{4.0 * ((double)N * OC + 2.0 * OC), (double)N * OC, (double)N};  // walk: all N rows
+    launch_kernel<bias_backward_kernel1>(cost, ceil_div(OC, 64), 64, 0, dbias, dout, N, OC);
 }
 
-inline void bias_backward_gpu(const Kernels& kernels, float* dbias, const float* dout, int N, int OC) {
-    if (!kernels.fast_layers)
-        return launch_kernel<bias_backward_kernel1>(ceil_div(OC, 64), 64, 0, dbias, dout, N, OC);
-    const int groups = column_groups(N);
-    float* partials = column_scratch((size_t)groups * OC);
-    launch_kernel<bias_backward_partials_kernel2>(ceil_div((size_t)groups * OC, BLOCK), BLOCK, 0, partials, dout, N,
-                                                  OC);
-    column_partials_sum(dbias, partials, groups, OC);
+// C = alpha op(A) op(B) + beta C through cublasSgemm (column-major, as above), alpha 1; `what`
+// names the product in --profile's table
+inline void sgemm(const Kernels& kernels, const char* what, cublasOperation_t op_a, cublasOperation_t op_b, int m,
+                  int n, int k, const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+    const float one = 1.0f;
+    const bool recording = profiler().recording;
+    if (recording) {
+        const double elements = (double)m * k + (double)k * n + (double)m * n * (beta != 0 ? 2 : 1);
+        profiler().begin(std::string("cublasSgemm (") + what + ")", 0, 0, 0, {4.0 * elements, 2.0 * m * n * k, 0},
+                         !GPU_EMULATED);
+    }
+    cublasCheck(cublasSgemm(cublas_handle(kernels.tf32), op_a, op_b, m, n, k, &one, A, lda, B, ldb, &beta, C, ldc));
+    if (recording) profiler().end();
 }
 
 inline void matmul_forward_gpu(const Kernels& kernels, float* out, const float* inp, const float* weight,
                                const float* bias, int N, int C, int OC) {
-    const float one = 1.0f, zero = 0.0f;
-    cublasCheck(cublasSgemm(cublas_handle(kernels.tf32), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &one, weight, C, inp, C,
-                            &zero, out, OC));
-    if (bias) launch_kernel<add_bias_kernel1>(ceil_div((size_t)N * OC, BLOCK), BLOCK, 0, out, bias, N, OC);
+    sgemm(kernels, "out = inp W^T", CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, weight, C, inp, C, 0.0f, out, OC);
+    if (bias)
+        launch_kernel<add_bias_kernel1>(pointwise_cost((size_t)N * OC, 2, 1), ceil_div((size_t)N * OC, BLOCK), BLOCK, 0,
+                                        out, bias, N, OC);
 }
 
+// beta = 1: the products accumulate into the gradients
 inline void matmul_backward_gpu(const Kernels& kernels, float* dinp, float* dweight, float* dbias, const float* dout,
                                 const float* inp, const float* weight, int N, int C, int OC) {
-    const float one = 1.0f;  // beta = 1: accumulate into the gradients
-    if (dinp)
-        cublasCheck(cublasSgemm(cublas_handle(kernels.tf32), CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, &one, weight, C, dout,
-                                OC, &one, dinp, C));
-    cublasCheck(cublasSgemm(cublas_handle(kernels.tf32), CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, &one, inp, C, dout, OC,
-                            &one, dweight, C));
+    if (dinp) sgemm(kernels, "dinp += dout W", CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, weight, C, dout, OC, 1.0f, dinp, C);
+    sgemm(kernels, "dW += dout^T inp", CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dweight, C);
     if (dbias) bias_backward_gpu(kernels, dbias, dout, N, OC);
 }
 

@@ -10,7 +10,8 @@
 // reshaped, so either side loads the other's weights. Blocks as everywhere: the math, the CPU
 // loops, kernel1 (the naive port), the dispatcher.
 #pragma once
-#include "layers/common.cuh"  // Device, ceil_div, BLOCK, launch_kernel
+#include "layers/column_sums.cuh"  // column_sums_gpu: kernel 2 of dcls and dwpe
+#include "layers/common.cuh"       // Device, Kernels, ceil_div, BLOCK, launch_kernel
 
 // ----------------------------------------------------------------------------
 // Patchify: patch p = (pr, pc) (row-major over the H/P x W/P grid), element k = (ch, i, j):
@@ -37,8 +38,8 @@ void patchify_forward_cpu(F* patches, const F* pixels, int B, int channels, int 
     for (size_t idx = 0; idx < n; idx++) patches[idx] = pixels[patch_source_index(idx, channels, H, W, P)];
 }
 
-__global__ void patchify_forward_kernel1(float* patches, const float* pixels, int B, int channels, int H, int W,
-                                         int P) {
+__global__ void patchify_forward_kernel1(float* __restrict__ patches, const float* __restrict__ pixels, int B,
+                                         int channels, int H, int W, int P) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // over B·NP·channels·P·P
     if (idx < (size_t)B * channels * (H / P) * P * (W / P) * P)
         patches[idx] = pixels[patch_source_index(idx, channels, H, W, P)];
@@ -48,7 +49,8 @@ inline void patchify_forward(Device dev, float* patches, const float* pixels, in
                              int P) {
     if (dev == DEVICE_CPU) return patchify_forward_cpu(patches, pixels, B, channels, H, W, P);
     const size_t n = (size_t)B * channels * (H / P) * P * (W / P) * P;
-    launch_kernel<patchify_forward_kernel1>(ceil_div(n, BLOCK), BLOCK, 0, patches, pixels, B, channels, H, W, P);
+    launch_kernel<patchify_forward_kernel1>(pointwise_cost(n, 1, 1, 0), ceil_div(n, BLOCK), BLOCK, 0, patches, pixels,
+                                            B, channels, H, W, P);
 }
 
 // ----------------------------------------------------------------------------
@@ -100,18 +102,21 @@ void assemble_backward_cpu(F* dembedded, F* dcls, F* dwpe, const F* dout, int B,
                 dembedded[((size_t)b * (T - 1) + t - 1) * C + c] += dout[((size_t)b * T + t) * C + c];
 }
 
-__global__ void assemble_forward_kernel1(float* out, const float* embedded, const float* cls, const float* wpe,
-                                         int B, int T, int C) {
+__global__ void assemble_forward_kernel1(float* __restrict__ out, const float* __restrict__ embedded,
+                                         const float* __restrict__ cls, const float* __restrict__ wpe, int B, int T,
+                                         int C) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // over B·T·C
     if (idx < (size_t)B * T * C) out[idx] = assemble_element(embedded, cls, wpe, T, C, idx / C, (int)(idx % C));
 }
 
-__global__ void assemble_channel_backward_kernel1(float* dcls, float* dwpe, const float* dout, int B, int T, int C) {
+__global__ void assemble_channel_backward_kernel1(float* __restrict__ dcls, float* __restrict__ dwpe,
+                                                  const float* __restrict__ dout, int B, int T, int C) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per channel
     if (c < C) assemble_channel_backward(dcls, dwpe, dout, B, T, C, c);
 }
 
-__global__ void assemble_patches_backward_kernel1(float* dembedded, const float* dout, int B, int T, int C) {
+__global__ void assemble_patches_backward_kernel1(float* __restrict__ dembedded, const float* __restrict__ dout, int B,
+                                                  int T, int C) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // over B·(T-1)·C, one per element of dembedded
     if (idx >= (size_t)B * (T - 1) * C) return;
     const size_t row = idx / C, b = row / (T - 1);
@@ -122,15 +127,26 @@ __global__ void assemble_patches_backward_kernel1(float* dembedded, const float*
 inline void assemble_forward(Device dev, float* out, const float* embedded, const float* cls, const float* wpe,
                              int B, int T, int C) {
     if (dev == DEVICE_CPU) return assemble_forward_cpu(out, embedded, cls, wpe, B, T, C);
-    launch_kernel<assemble_forward_kernel1>(ceil_div((size_t)B * T * C, BLOCK), BLOCK, 0, out, embedded, cls, wpe, B,
-                                            T, C);
+    launch_kernel<assemble_forward_kernel1>(pointwise_cost((size_t)B * T * C, 2, 1), ceil_div((size_t)B * T * C, BLOCK),
+                                            BLOCK, 0, out, embedded, cls, wpe, B, T, C);
 }
 
-inline void assemble_backward(Device dev, float* dembedded, float* dcls, float* dwpe, const float* dout, int B, int T,
-                              int C) {
+// The GPU's dcls and dwpe: kernel 1, a thread per channel walking the B·T rows (--profile marks
+// it serial); or (Kernels::fast_layers) kernel 2, the column sums of dout read as (B, T·C) into
+// dwpe, and of its CLS rows, (B, C) a row T·C apart, into dcls (layers/column_sums.cuh)
+inline void assemble_backward(Device dev, const Kernels& kernels, float* dembedded, float* dcls, float* dwpe,
+                              const float* dout, int B, int T, int C) {
     if (dev == DEVICE_CPU) return assemble_backward_cpu(dembedded, dcls, dwpe, dout, B, T, C);
-    launch_kernel<assemble_channel_backward_kernel1>(ceil_div(C, 64), 64, 0, dcls, dwpe, dout, B, T, C);
-    launch_kernel<assemble_patches_backward_kernel1>(ceil_div((size_t)B * (T - 1) * C, BLOCK), BLOCK, 0, dembedded,
+    if (kernels.fast_layers) {
+        column_sums_gpu(dwpe, dout, B, T * C);
+        column_sums_gpu(dcls, dout, B, C, T * C);
+    } else {
+        const double BTC = (double)B * T * C;
+        const LaunchCost cost{4.0 * (BTC + 2.0 * T * C + 2.0 * C), 2 * BTC, (double)B * T};
+        launch_kernel<assemble_channel_backward_kernel1>(cost, ceil_div(C, 64), 64, 0, dcls, dwpe, dout, B, T, C);
+    }
+    launch_kernel<assemble_patches_backward_kernel1>(pointwise_cost((size_t)B * (T - 1) * C, 2, 1),
+                                                     ceil_div((size_t)B * (T - 1) * C, BLOCK), BLOCK, 0, dembedded,
                                                      dout, B, T, C);
 }
 
@@ -160,12 +176,13 @@ void mean_pool_backward_cpu(F* dx, const F* dout, int B, int T, int C) {  // dx 
             for (int c = 0; c < C; c++) dx[((size_t)b * T + t) * C + c] += dout[(size_t)b * C + c] / F(T - 1);
 }
 
-__global__ void mean_pool_forward_kernel1(float* out, const float* x, int B, int T, int C) {
+__global__ void mean_pool_forward_kernel1(float* __restrict__ out, const float* __restrict__ x, int B, int T, int C) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;  // over B·C
     if (idx < B * C) out[idx] = mean_pool_element(x, T, C, idx / C, idx % C);
 }
 
-__global__ void mean_pool_backward_kernel1(float* dx, const float* dout, int B, int T, int C) {
+__global__ void mean_pool_backward_kernel1(float* __restrict__ dx, const float* __restrict__ dout, int B, int T,
+                                           int C) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // over B·T·C
     if (idx >= (size_t)B * T * C) return;
     const int t = (int)(idx / C % T);
@@ -174,10 +191,13 @@ __global__ void mean_pool_backward_kernel1(float* dx, const float* dout, int B, 
 
 inline void mean_pool_forward(Device dev, float* out, const float* x, int B, int T, int C) {
     if (dev == DEVICE_CPU) return mean_pool_forward_cpu(out, x, B, T, C);
-    launch_kernel<mean_pool_forward_kernel1>(ceil_div(B * C, BLOCK), BLOCK, 0, out, x, B, T, C);
+    const double BTC = (double)B * T * C;
+    const LaunchCost cost{4.0 * (BTC + (double)B * C), BTC, (double)T};  // a thread per (b, c) walks T
+    launch_kernel<mean_pool_forward_kernel1>(cost, ceil_div(B * C, BLOCK), BLOCK, 0, out, x, B, T, C);
 }
 
 inline void mean_pool_backward(Device dev, float* dx, const float* dout, int B, int T, int C) {
     if (dev == DEVICE_CPU) return mean_pool_backward_cpu(dx, dout, B, T, C);
-    launch_kernel<mean_pool_backward_kernel1>(ceil_div((size_t)B * T * C, BLOCK), BLOCK, 0, dx, dout, B, T, C);
+    launch_kernel<mean_pool_backward_kernel1>(pointwise_cost((size_t)B * T * C, 2, 1),
+                                              ceil_div((size_t)B * T * C, BLOCK), BLOCK, 0, dx, dout, B, T, C);
 }

@@ -42,28 +42,31 @@ void gelu_backward_cpu(F* dinp, const F* inp, const F* dout, size_t n) {  // din
     for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * gelu_slope(inp[i]);
 }
 
-__global__ void gelu_forward_kernel1(float* out, const float* inp, size_t n) {
+__global__ void gelu_forward_kernel1(float* __restrict__ out, const float* __restrict__ inp, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = gelu_value(inp[i]);
 }
 
-__global__ void gelu_backward_kernel1(float* dinp, const float* inp, const float* dout, size_t n) {
+__global__ void gelu_backward_kernel1(float* __restrict__ dinp, const float* __restrict__ inp,
+                                      const float* __restrict__ dout, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) dinp[i] += dout[i] * gelu_slope(inp[i]);
 }
 
 inline void gelu_forward(Device dev, float* out, const float* inp, size_t n) {
     if (dev == DEVICE_CPU) return gelu_forward_cpu(out, inp, n);
-    launch_kernel<gelu_forward_kernel1>(ceil_div(n, BLOCK), BLOCK, 0, out, inp, n);
+    launch_kernel<gelu_forward_kernel1>(pointwise_cost(n, 1, 1, 10), ceil_div(n, BLOCK), BLOCK, 0, out, inp, n);
 }
 
 inline void gelu_backward(Device dev, float* dinp, const float* inp, const float* dout, size_t n) {
     if (dev == DEVICE_CPU) return gelu_backward_cpu(dinp, inp, dout, n);
-    launch_kernel<gelu_backward_kernel1>(ceil_div(n, BLOCK), BLOCK, 0, dinp, inp, dout, n);
+    launch_kernel<gelu_backward_kernel1>(pointwise_cost(n, 3, 1, 12), ceil_div(n, BLOCK), BLOCK, 0, dinp, inp, dout, n);
 }
 
 // ----------------------------------------------------------------------------
 // Residual: out = a + b.   backward: da += dout, db += dout
+// The sum passes its gradient on unchanged, so the model keeps no copies of it: one residual
+// gradient that every block reads and adds into in place (block_gradients, model.cuh).
 
 template <typename F>
 void residual_forward_cpu(F* out, const F* a, const F* b, size_t n) {  // out, a, b (n)
@@ -71,30 +74,15 @@ void residual_forward_cpu(F* out, const F* a, const F* b, size_t n) {  // out, a
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
-template <typename F>
-void residual_backward_cpu(F* da, F* db, const F* dout, size_t n) {  // da, db, dout (n)
-    #pragma omp parallel for if (worth_threads(n))
-    for (size_t i = 0; i < n; i++) { da[i] += dout[i]; db[i] += dout[i]; }
-}
-
-__global__ void residual_forward_kernel1(float* out, const float* a, const float* b, size_t n) {
+__global__ void residual_forward_kernel1(float* __restrict__ out, const float* __restrict__ a,
+                                         const float* __restrict__ b, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = a[i] + b[i];
 }
 
-__global__ void residual_backward_kernel1(float* da, float* db, const float* dout, size_t n) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) { da[i] += dout[i]; db[i] += dout[i]; }
-}
-
 inline void residual_forward(Device dev, float* out, const float* a, const float* b, size_t n) {
     if (dev == DEVICE_CPU) return residual_forward_cpu(out, a, b, n);
-    launch_kernel<residual_forward_kernel1>(ceil_div(n, BLOCK), BLOCK, 0, out, a, b, n);
-}
-
-inline void residual_backward(Device dev, float* da, float* db, const float* dout, size_t n) {
-    if (dev == DEVICE_CPU) return residual_backward_cpu(da, db, dout, n);
-    launch_kernel<residual_backward_kernel1>(ceil_div(n, BLOCK), BLOCK, 0, da, db, dout, n);
+    launch_kernel<residual_forward_kernel1>(pointwise_cost(n, 2, 1), ceil_div(n, BLOCK), BLOCK, 0, out, a, b, n);
 }
 
 // ----------------------------------------------------------------------------
@@ -115,14 +103,16 @@ void pick_position_backward_cpu(F* dinp, const F* dout, int B, int T, int C, int
         for (int c = 0; c < C; c++) dinp[((size_t)b * T + pos) * C + c] += dout[(size_t)b * C + c];
 }
 
-__global__ void pick_position_forward_kernel1(float* out, const float* inp, int B, int T, int C, int pos) {
+__global__ void pick_position_forward_kernel1(float* __restrict__ out, const float* __restrict__ inp, int B, int T,
+                                              int C, int pos) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // over B*C
     if (idx >= (size_t)B * C) return;
     size_t b = idx / C, c = idx % C;
     out[idx] = inp[(b * T + pos) * C + c];
 }
 
-__global__ void pick_position_backward_kernel1(float* dinp, const float* dout, int B, int T, int C, int pos) {
+__global__ void pick_position_backward_kernel1(float* __restrict__ dinp, const float* __restrict__ dout, int B, int T,
+                                               int C, int pos) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // over B*C
     if (idx >= (size_t)B * C) return;
     size_t b = idx / C, c = idx % C;
@@ -131,10 +121,12 @@ __global__ void pick_position_backward_kernel1(float* dinp, const float* dout, i
 
 inline void pick_position_forward(Device dev, float* out, const float* inp, int B, int T, int C, int pos) {
     if (dev == DEVICE_CPU) return pick_position_forward_cpu(out, inp, B, T, C, pos);
-    launch_kernel<pick_position_forward_kernel1>(ceil_div((size_t)B * C, BLOCK), BLOCK, 0, out, inp, B, T, C, pos);
+    launch_kernel<pick_position_forward_kernel1>(pointwise_cost((size_t)B * C, 1, 1), ceil_div((size_t)B * C, BLOCK),
+                                                 BLOCK, 0, out, inp, B, T, C, pos);
 }
 
 inline void pick_position_backward(Device dev, float* dinp, const float* dout, int B, int T, int C, int pos) {
     if (dev == DEVICE_CPU) return pick_position_backward_cpu(dinp, dout, B, T, C, pos);
-    launch_kernel<pick_position_backward_kernel1>(ceil_div((size_t)B * C, BLOCK), BLOCK, 0, dinp, dout, B, T, C, pos);
+    launch_kernel<pick_position_backward_kernel1>(pointwise_cost((size_t)B * C, 2, 1), ceil_div((size_t)B * C, BLOCK),
+                                                  BLOCK, 0, dinp, dout, B, T, C, pos);
 }

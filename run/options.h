@@ -38,6 +38,7 @@ struct Options {
     int64_t qk_opt_steps = 2000;
     int64_t eval_every = 500, log_every = 0;
     std::string out, save, resume, dump_state;
+    int profile = 0;  // --profile N: N recorded GPU training steps, then the table (run/profile.cuh); 0: off
     int64_t checkpoint_every = -1;  // steps between checkpoints; -1: every CHECKPOINT_MINUTES; 0: at the end only
     bool continue_run = false;      // --continue: resume from the run's own checkpoint when it has one
     // images
@@ -172,6 +173,9 @@ reports and files
                       again with the same flags and --continue, loses at most
                       one checkpoint interval
   --dump-state FILE   write parameters, the first batch, its loss and every gradient, then exit
+  --profile N         after one warm-up step, N GPU training steps with every launch, cuBLAS
+                      call, copy and synchronisation recorded: one table by kernel (times on a
+                      GPU; threads, walks and H200 lower bounds everywhere), then exit
   --list WHAT         print the names of: tasks | inits | variants (the inits
                       with their mask variants, as run folders and tables name
                       them) | attention-kernels, one a line; then exit
@@ -302,7 +306,7 @@ static const char* VALUED[] = {
     "--encoding", "--loss", "--data-frac", "--train-file", "--test-file", "--max-test", "--loss-on", "--data-dir",
     "--patch", "--pool", "--mask-window", "--crop-pad", "--resize", "--schedule", "--warmup", "--min-lr",
     "--clip-grad", "--label-smoothing", "--seq-len", "--eval-windows", "--mask-prior", "--generate", "--prompt",
-    "--sample-tokens", "--temperature", "--top-k", "--checkpoint-every", "--attention-kernel", "--list"};
+    "--sample-tokens", "--temperature", "--top-k", "--checkpoint-every", "--attention-kernel", "--list", "--profile"};
 
 // The command line as words, with each --flag=value as the two words --flag value; a valued
 // flag's next word is its value, whatever it holds (--prompt "--x=1" stays one word).
@@ -392,6 +396,7 @@ inline Options parse_options(int argc, char** argv) {
         else if (flag == "--save") o.save = value;
         else if (flag == "--resume") o.resume = value;
         else if (flag == "--dump-state") o.dump_state = value;
+        else if (flag == "--profile") o.profile = (int)parse_int(flag, value, 1);
         else if (flag == "--checkpoint-every") o.checkpoint_every = parse_int(flag, value, 0);
         else if (flag == "--mask-structure") o.mask_structure = value;
         else if (flag == "--prior-layers") o.prior_layers = parse_choice(flag, value, {"all", "first"});
@@ -444,6 +449,9 @@ inline Options parse_options(int argc, char** argv) {
     if (o.continue_run && !o.resume.empty()) fail("give --continue or --resume FILE, not both");
     if (!o.dump_state.empty() && (o.continue_run || o.checkpoint_every >= 0))
         fail("--dump-state writes one batch's state and trains nothing: no --continue or --checkpoint-every");
+    if (o.profile > 0 && (!o.dump_state.empty() || o.continue_run || o.checkpoint_every >= 0))
+        fail("--profile times a few steps and writes nothing: no --dump-state, --continue or --checkpoint-every");
+    if (o.profile > 0 && o.device == "cpu") fail("--profile records GPU launches: it needs --device cuda (or auto)");
     if (o.mask_per_head && !(find_init(o.init)->uses & INIT_USES_MASK))
         fail("--mask-per-head needs --init %s", init_names(INIT_USES_MASK).c_str());
     if (o.generate.empty() && (!o.prompt.empty() || o.top_k > 0))

@@ -53,7 +53,7 @@ inline int generate(const Options& opt, Device dev) {
     if (meta["head_type"] != "next_token" || meta.count("data_dir") == 0)
         fail("%s is not a language model's checkpoint (--task lm)", opt.generate.c_str());
     const Config cfg = config_from_metadata(meta, opt.generate);
-    const Kernels kernels = choose_kernels(opt, cfg.HS);
+    const Kernels kernels = choose_kernels(opt, cfg.HS, cfg.T);
     const std::string dir = opt.data_dir.empty() ? meta["data_dir"] : opt.data_dir;
     const Vocabulary vocabulary = read_vocabulary(dir + "/tokenizer.bin");
     if (vocabulary.size() != cfg.V)

@@ -74,12 +74,12 @@ inline Device pick_device(const Options& opt) {
     return dev;
 }
 
-// How the GPU computes (--attention-kernel, --fast-kernels, --tf32), for heads of HS dims; a
-// version that cannot run them is refused with one line.
-inline Kernels choose_kernels(const Options& opt, int HS) {
+// How the GPU computes (--attention-kernel, --fast-kernels, --tf32), for heads of HS dims over
+// sequences of T tokens; a version that cannot run them is refused with one line.
+inline Kernels choose_kernels(const Options& opt, int HS, int T) {
     Kernels kernels;
     if (opt.attention_kernel) kernels.attention = opt.attention_kernel;
-    const std::string refusal = attention_kernel_refusal(kernels.attention, HS);
+    const std::string refusal = attention_kernel_refusal(kernels.attention, HS, T);
     if (!refusal.empty()) fail("--attention-kernel: %s", refusal.c_str());
     kernels.fast_layers = opt.fast_kernels;
     kernels.tf32 = opt.tf32;

@@ -8,4 +8,5 @@
 #include "test_gpu_vision.cu"
 #include "test_gpu_language.cu"
 #include "test_gpu_fused.cu"
+#include "test_gpu_profile.cu"
 #include "test_emulation.cu"

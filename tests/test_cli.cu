@@ -43,9 +43,13 @@ TEST_CASE("bad command lines get one clear line and exit code 2") {
     expect_error("stray", "unexpected argument");
     expect_error("--prior-layers some", "--prior-layers must be one of");
     expect_error("--qk-opt-steps 0", "--qk-opt-steps must be at least 1");
-    expect_error("--attention-kernel 4", "--attention-kernel: attention kernel 4 does not exist (1 to 3)");
+    expect_error("--attention-kernel 5", "--attention-kernel: attention kernel 5 does not exist (1 to 4)");
     expect_error("--attention-kernel 0", "--attention-kernel must be at least 1");
     expect_error("--attention-kernel 3 --head-size 200", "holds at most 128 dims a head");
+    expect_error("--attention-kernel 4 --head-size 200", "attention kernel 4 holds at most 128 dims a head");
+    expect_error("--profile 0", "--profile must be at least 1");
+    expect_error("--profile 2 --device cpu", "--profile records GPU launches: it needs --device cuda");
+    expect_error("--profile 2 --continue", "--profile times a few steps and writes nothing");
     if (!gpu_available()) expect_error("--device cuda", "no CUDA GPU");
 }
 

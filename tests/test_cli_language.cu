@@ -22,6 +22,7 @@ TEST_CASE("--task lm: bad flags and data get one clear line and exit code 2") {
     expect_error(lm + "--freeze-mask", "--freeze-mask needs --init mask");
     expect_error(lm + "--mask-prior diagonal --init mask", "--mask-prior must be one of window, alibi");
     expect_error(lm + "--seq-len 5000", "too few for training windows");
+    expect_error(lm + "--seq-len 65 --attention-kernel 4", "attention kernel 4 holds at most 64 tokens (T 65)");
     expect_error(lm + "--patch 2", "--patch is for the image tasks");
     expect_error("--task maj3 --prompt hello", "--prompt and --top-k are for --generate");
     expect_error("--generate x.safetensors --task maj3", "--generate samples from a language model, not maj3");

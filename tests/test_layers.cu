@@ -129,13 +129,10 @@ TEST_CASE("gelu backward matches finite differences; forward matches known value
     CHECK(gelu_value(-2.0) == doctest::Approx(-0.0454023059).epsilon(1e-8));
 }
 
-TEST_CASE("residual backward passes the gradient to both inputs, accumulating") {
-    std::vector<double> a = {1, 2}, b = {3, 4}, out(2), da = {1, 1}, db = {0, 0}, dout = {0.5, -1};
+TEST_CASE("residual forward adds its inputs") {
+    std::vector<double> a = {1, 2}, b = {3, 4}, out(2);
     residual_forward_cpu(out.data(), a.data(), b.data(), 2);
     CHECK(out == std::vector<double>{4, 6});
-    residual_backward_cpu(da.data(), db.data(), dout.data(), 2);
-    CHECK(da == std::vector<double>{1.5, 0});
-    CHECK(db == std::vector<double>{0.5, -1});
 }
 
 TEST_CASE("the position pick reads one position and its backward writes only there") {
@@ -362,4 +359,22 @@ TEST_CASE("clipping: scale_buffer scales; a gradient above max_norm is scaled to
     CHECK(grads[0] == doctest::Approx(0.6 * 5 / (5 + 1e-6)).epsilon(1e-7));
     CHECK(grads[1] == doctest::Approx(0.8 * 5 / (5 + 1e-6)).epsilon(1e-7));
     CHECK(std::sqrt(grad_norm_squared(DEVICE_CPU, grads.data(), 2, scratch.data())) == doctest::Approx(1.0));
+}
+
+TEST_CASE("--profile's lower bounds on an H200, its serial marks and the kernel names it reads") {
+    CHECK(profiled_kernel_name<add_bias_kernel1>() == "add_bias_kernel1");  // the nvcc build's signature too
+    CHECK(lower_bound_seconds({4.8e9, 0, 1}, H200, false) == doctest::Approx(1e-3));  // 4.8 GB at 4.8 TB/s
+    CHECK(lower_bound_seconds({0, 67e9, 1}, H200, false) == doctest::Approx(1e-3));   // 67 GFLOP at 67 TFLOP/s
+    CHECK(lower_bound_seconds({0, 495e9, 1}, H200, true) == doctest::Approx(1e-3));   // TF32 tensor cores
+    CHECK(lower_bound_seconds({400, 100, 1}, H200, false) == H200.launch_seconds);    // a small launch: its latency
+    ProfiledCall call;
+    call.grid[0] = 1, call.grid[1] = 1, call.grid[2] = 1;
+    call.block[0] = 64, call.block[1] = 1, call.block[2] = 1;
+    call.cost.walk = 4096;
+    CHECK(is_serial_launch(call, H200));  // 64 threads, each walking 4096 rows
+    call.cost.walk = SERIAL_WALK;
+    CHECK_FALSE(is_serial_launch(call, H200));  // a short walk
+    call.cost.walk = 4096;
+    call.grid[0] = 1000, call.block[0] = 256;
+    CHECK_FALSE(is_serial_launch(call, H200));  // enough threads to fill the GPU
 }

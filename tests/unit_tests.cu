@@ -17,6 +17,7 @@
 #include "test_gpu_vision.cu"
 #include "test_gpu_language.cu"
 #include "test_gpu_fused.cu"
+#include "test_gpu_profile.cu"
 #include "test_vision.cu"
 #include "test_image_files.cu"
 #include "test_impulse.cu"

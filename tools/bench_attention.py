@@ -1,6 +1,6 @@
 """Attention alone, forward + backward with the mask gradient dM: ours against PyTorch.
 
-    python3 tools/bench_attention.py        # tools/bench_gpu.py --attention; tests/gpu_check.sh, step 5c
+    python3 tools/bench_attention.py        # tools/bench_gpu.py --attention; tests/gpu_check.sh, step 4
     /usr/bin/python3 tools/bench_attention.py --device cpu --small   # a check of the script, no GPU
 
 The layer: y = softmax(q k^T / sqrt(HS) + log σ(M)) v per (b, h), M a learnable (T,T) mask shared
@@ -8,7 +8,8 @@ by the heads or one per head, causal or not; fp32, TF32 off. Two cases:
   T 64:  B 128, NH 6, HS 64, one mask shared by the heads (an image model's size)
   T 256: B 64, NH 6, HS 64, one mask per head, causal (a language model with the ALiBi prior)
 Rows, each timed on the same inputs and upstream gradient dy:
-  - maskprior kernel 1, 2, 3: dev/attention_forward and dev/attention_backward with --shape
+  - maskprior kernel 1, 2, ...: every version (./maskprior --list attention-kernels), through
+    dev/attention_forward and dev/attention_backward with --shape
     (CUDA events over 20 calls each, after a warm-up; the forward also writes A, which this model
     keeps for its metrics, and log σ(M); the backward gives dq, dk, dv and dM). They check
     every result against the CPU and say whether two runs give the same bits;
@@ -55,12 +56,21 @@ def ours(case, version, device):
         rows = [line.split("|") for line in run.stdout.splitlines() if re.match(r"\| given ", line)]
         if run.returncode != 0 or len(rows) != 1:
             return None, "%s %d failed: %s" % (program, version, (run.stdout + run.stderr).strip()[-200:])
-        cells = [c.strip() for c in rows[0]]
+        cells = [c.strip() for c in rows[0]]  # | shape | v | idea | time ms | H200 bound | GB/s | ... | same bits |
         if cells[3].startswith("skipped"):
             return None, cells[3]
         total += float(cells[4])
-        same = same and cells[8] == "yes"
+        same = same and cells[9] == "yes"
     return total, same
+
+
+def versions():
+    """The attention kernel versions of the build, from ./maskprior --list attention-kernels."""
+    run = subprocess.run([os.path.join(ROOT, "maskprior"), "--list", "attention-kernels"], capture_output=True,
+                         text=True)
+    if run.returncode != 0:
+        sys.exit("bench_attention.py: ./maskprior --list attention-kernels failed (make maskprior)")
+    return [int(line.split()[0]) for line in run.stdout.splitlines() if line.strip()]
 
 
 def inputs(case, device):
@@ -169,7 +179,7 @@ def main(argv=None):
     bar = "+------------------------------+---------------------------+-------------+-------------+-----------+"
     for case in SMALL_CASES if opt.small else CASES:
         name, B, T, NH, HS, heads, causal = case
-        rows = [("maskprior kernel %d" % v,) + ours(case, v, opt.device) for v in (1, 2, 3)]
+        rows = [("maskprior kernel %d" % v,) + ours(case, v, opt.device) for v in versions()]
         tensors = inputs(case, opt.device)
         missing = "not in torch %s" % torch.__version__
         rows.append(("PyTorch eager (SDPA)",) + (

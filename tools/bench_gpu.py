@@ -1,6 +1,6 @@
 """GPU speed of ./maskprior against the same training step in PyTorch, eager and torch.compile.
 
-    python3 tools/bench_gpu.py                    # tests/gpu_check.sh, step 5; about 90 s at most
+    python3 tools/bench_gpu.py                    # tests/gpu_check.sh, step 4; about 90 s at most
     /usr/bin/python3 tools/bench_gpu.py --device cpu --small   # a check of the script, no GPU
     python3 tools/bench_gpu.py --attention        # the attention layer alone against PyTorch eager,
                                                   # torch.compile and FlexAttention (tools/bench_attention.py)

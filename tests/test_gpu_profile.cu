@@ -1,0 +1,95 @@
+// --profile's record of a GPU training step (layers/profile.h, run/profile.cuh): every launch,
+// copy and synchronisation of a step; the serial walks of the first kernel versions marked, and
+// none left with the second versions; one AdamW launch a step. Included after test_gpu.cu,
+// whose helpers it uses; make test runs it on the emulation, make gpu-check on a GPU.
+#include <set>
+#include "run/profile.cuh"
+
+// Two recorded training steps of a small Boolean-task model, after the warm-up step, with
+// `kernels`; at the paper's batch (B 256, T 16: 4096 rows), for the marks count a launch's threads
+// against an H200's lanes
+static const Profiler& profile_small_model(const Kernels& kernels, bool scalar_encoding) {
+    Config c;
+    c.V = 3; c.T = 16; c.C = 16; c.L = 1; c.NH = 2; c.HS = 8; c.MLP = 16; c.mask_heads = 2;
+    if (scalar_encoding) {
+        c.encoding = ENCODING_SCALAR;
+        c.token_value = {-1, 1, 0};  // token 2 (CLS) has no value
+    }
+    const int B = 256;
+    Rng rng(5);
+    std::vector<int> tokens((size_t)B * c.T);
+    for (auto& t : tokens) t = rng.below(c.V);
+    std::vector<float> y(B), init = random_vector<float>(param_count(c), rng, 0.1f);
+    for (auto& v : y) v = rng.uniform(-1, 1);
+    Model model;
+    model_build(model, c, DEVICE_GPU, B);
+    model.kernels = kernels;
+    buffer_copy(model.params_mem, DEVICE_GPU, init.data(), DEVICE_CPU, model.num_params);
+    record_profile(DEVICE_GPU, 2, [&](int64_t) {
+        model_forward(model, tokens.data(), y.data(), B);
+        model_zero_grad(model);
+        model_backward(model, B);
+        model_update(model);
+    });
+    model_free(model);
+    return profiler();
+}
+
+// the names of the recorded calls that --profile marks serial
+static std::set<std::string> serial_calls(const Profiler& p) {
+    std::set<std::string> names;
+    for (const ProfiledCall& call : p.calls)
+        if (is_serial_launch(call, H200)) names.insert(call.name);
+    return names;
+}
+
+TEST_CASE("--profile records a step's launches, copies and synchronisations; kernel 1's batch walks are marked "
+          "serial, and none is left with the second versions" * doctest::skip(NO_GPU)) {
+    for (bool scalar : {false, true}) {
+        CAPTURE(scalar);
+        const Profiler& first = profile_small_model(Kernels{}, scalar);
+        REQUIRE(first.steps.size() == 2);
+        const size_t calls_per_step = first.steps[1].first_call;
+        CHECK(calls_per_step > 20);
+        CHECK(first.calls.size() == 2 * calls_per_step);  // the same calls each step
+        for (const ProfiledStep& s : first.steps) {
+            CHECK(s.copies_to_device == 2);  // the tokens, the targets
+            CHECK(s.bytes_to_device == 256 * 16 * 4 + 256 * 4);
+            CHECK(s.copies_to_host == 1);  // the losses
+            CHECK(s.synchronisations == 1);
+        }
+        size_t adamw = 0;
+        for (const ProfiledCall& call : first.calls) {
+            CHECK(call.name.find("a kernel") == std::string::npos);
+            adamw += call.name == "adamw_kernel1";
+        }
+        CHECK(adamw == 2);  // one AdamW launch a step, over the flat buffers
+        const std::set<std::string> serial = serial_calls(first);
+        CHECK(serial.count("bias_backward_kernel1"));
+        CHECK(serial.count("layernorm_backward_params_kernel1"));
+        CHECK(serial.count(scalar ? "scalar_embedding_backward_kernel1" : "embedding_backward_kernel1"));
+
+        Kernels fastest;
+        fastest.fast_layers = true;
+        fastest.attention = 3;
+        const Profiler& second = profile_small_model(fastest, scalar);
+        CHECK(serial_calls(second).empty());
+        for (const ProfiledCall& call : second.calls) {
+            CAPTURE(call.name);
+            CHECK((call.cost.bytes > 0 && call.cost.walk >= 0));  // every launcher states its cost
+        }
+    }
+}
+
+TEST_CASE("--profile 1 prints the table and a line per step, and writes no run folder" * doctest::skip(NO_GPU)) {
+    const std::string out = "/tmp/maskprior-profile-" + std::to_string(getpid());
+    const std::string flags = " --device cuda --task maj3 --batch 256 --attention-kernel 3 --fast-kernels --profile 1";
+    CommandResult r = run_command(GPU_BINARY + flags + " --out " + out);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("kernel / call") != std::string::npos);
+    CHECK(r.out.find("column_partials_sum_kernel2") != std::string::npos);
+    CHECK(r.out.find("0 launch configurations marked serial") != std::string::npos);
+    CHECK(r.out.find("step 1: ") != std::string::npos);
+    CHECK(r.out.find("step 2: ") == std::string::npos);
+    CHECK(access(out.c_str(), F_OK) != 0);
+}
