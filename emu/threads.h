@@ -1,18 +1,24 @@
 // emu/threads.h: how the emulation runs a kernel (emu/cuda_emulation.h says what the emulation
 // is): the blocks of a launch one after another, the threads of a block as fibers that stop at
-// __syncthreads and in the warp functions until every thread they wait for is there, and the
-// launch's checks.
+// __syncthreads and in the warp functions until every thread they wait for is there, in the
+// order the schedule gives (MASKPRIOR_EMU_SCHEDULE), and the launch's checks.
 #pragma once
 #include <sys/mman.h>
 #include <unistd.h>
-#include <boost/context/fiber.hpp>
+#include <boost/context/detail/fcontext.hpp>
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
 #include "emu/runtime.h"  // dim3, uint3, threadIdx ... gridDim, emu::report, emu::is_device_memory, emu::guards_intact
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
 
 namespace emu {
 
@@ -47,36 +53,112 @@ inline StackPool& stack_pool() {
     return pool;
 }
 
-// Boost.Context's StackAllocator over the pool
-struct PooledStack {
-    boost::context::stack_context allocate() {
-        boost::context::stack_context sc;
-        sc.size = STACK_BYTES;
-        sc.sp = stack_pool().take() + StackPool::page() + STACK_BYTES;  // stacks grow down
-        return sc;
+// ----------------------------------------------------------------------------
+// the schedule: the order in which each pass resumes a block's ready threads. A pass runs every
+// thread that may go on until it waits (at a barrier or in a warp function) or returns; the
+// next pass begins when the barriers and warp functions have let go whom they can. Two threads
+// of one pass run in one order under index and in the other under reverse, so a read of what
+// another thread writes with no barrier between them sees the write under one of the two and
+// not under the other; a shuffle mixes both.
+
+enum class Order { index, reverse, shuffle };
+
+struct Schedule {
+    Order order = Order::index;
+    uint64_t seed = 0;  // the shuffle's
+};
+
+// "index", "reverse" or "shuffle:SEED" (SEED decimal digits) into *schedule; false for anything else
+inline bool parse_schedule(const std::string& text, Schedule* schedule) {
+    if (text == "index" || text == "reverse") {
+        *schedule = {text == "index" ? Order::index : Order::reverse, 0};
+        return true;
     }
-    void deallocate(boost::context::stack_context& sc) {
-        stack_pool().free.push_back((char*)sc.sp - STACK_BYTES - StackPool::page());
+    const std::string digits = text.rfind("shuffle:", 0) == 0 ? text.substr(8) : "";
+    if (digits.empty() || digits.size() > 19 || digits.find_first_not_of("0123456789") != std::string::npos)
+        return false;
+    *schedule = {Order::shuffle, std::stoull(digits)};
+    return true;
+}
+
+// The schedule of every launch: MASKPRIOR_EMU_SCHEDULE, read once, index order when unset; a bad
+// value stops the program with one line on stderr. The emulation's own tests set it in turn.
+inline Schedule& schedule() {
+    static Schedule chosen = [] {
+        Schedule s;
+        const char* text = getenv("MASKPRIOR_EMU_SCHEDULE");
+        if (text && !parse_schedule(text, &s)) {
+            fprintf(stderr, "CUDA emulation: MASKPRIOR_EMU_SCHEDULE=%s: expected index, reverse or shuffle:SEED\n",
+                    text);
+            exit(2);
+        }
+        return s;
+    }();
+    return chosen;
+}
+
+// splitmix64: the shuffle's generator, one per block, seeded by the seed and the block's index,
+// so that a launch's orders do not depend on what ran before it
+struct ShuffleRng {
+    uint64_t state;
+    uint64_t next() {
+        uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
     }
 };
 
+// ----------------------------------------------------------------------------
+// the block's threads
+
 enum class Waiting { no, at_barrier, in_warp_function, exited };
+
+namespace fc = boost::context::detail;  // Boost.Context's fcontext: make_fcontext, jump_fcontext
 
 struct CudaThread {
     uint3 index;
     Waiting waiting = Waiting::no;
-    unsigned warp_mask = 0;         // the lanes a warp function waits for (existing lanes only)
-    unsigned char offer[16] = {};   // the value this lane hands to a warp function
-    bool started = false;
-    boost::context::fiber fiber;    // the suspended thread
+    unsigned warp_mask = 0;             // the lanes a warp function waits for (existing lanes only)
+    unsigned char offer[16] = {};       // the value this lane hands to a warp function
+    char* stack = nullptr;              // from the pool, once started
+    fc::fcontext_t context = nullptr;   // where it stopped: the scheduler resumes it there
+    fc::fcontext_t scheduler = nullptr; // where it goes when it waits or ends
+#if defined(__SANITIZE_THREAD__)
+    void* tsan_fiber = nullptr;         // ThreadSanitizer's context for this thread
+    int meets = 0;                      // the warp functions' meets it has reached
+    int arrived_into = 0, met_in = 0;   // meet_sync's slot at its last arrival; at its last meet
+    char meet_sync[2];                  // addresses it releases into as it reaches a meet, in turn
+#endif
 };
 
 struct Block {
     std::vector<CudaThread> threads;  // in the order of their linear index
+    std::vector<int> order;           // the pass's order: indices into threads
+    uint64_t linear_index = 0;        // the block's, in the grid
     int running = -1;
-    boost::context::fiber scheduler;  // where the running thread goes when it waits or ends
     std::vector<unsigned char> dynamic_shared;
+#if defined(__SANITIZE_THREAD__)
+    void* tsan_scheduler = nullptr;   // ThreadSanitizer's context of the launching thread
+    int barriers = 0;                 // the __syncthreads the block has passed
+    char barrier_sync[2], end_sync;   // addresses: of the barriers in turn; of the block's end
+#endif
 };
+
+// ----------------------------------------------------------------------------
+// ThreadSanitizer (a build with -fsanitize=thread): each CUDA thread is a fiber of its own, named
+// after its index. Going from the scheduler to a thread synchronises (the launch's setup and the
+// built-in variables happen before the thread's work); going back does not, so nothing orders two
+// threads of a block but a barrier or a warp function: a thread releases as it reaches one and
+// acquires, as it leaves, what every thread it met released. The scheduler's own code
+// (EMU_SCHEDULER) is not instrumented: it reads what the threads write about their waiting without
+// taking in their work. A thread also releases at every stop into what the scheduler acquires
+// when the block ends: blocks are ordered one after another (races between blocks are not seen).
+#if defined(__SANITIZE_THREAD__)
+#define EMU_SCHEDULER __attribute__((no_sanitize("thread")))
+#else
+#define EMU_SCHEDULER
+#endif
 
 inline Block*& running_block() {
     static Block* block = nullptr;
@@ -92,13 +174,66 @@ inline CudaThread& this_thread() {
     return b->threads[b->running];
 }
 
-// The calling CUDA thread stops here until the scheduler lets it go on.
+// What a thread tells ThreadSanitizer as it stops (at a barrier, in a warp function, at its end)
+// and as it goes on. Stopping, it releases into what the barrier (or its own slot of the meet)
+// and the block's end acquire: the latter after its last access to memory before the switch.
+inline void tell_stop([[maybe_unused]] Block& b, [[maybe_unused]] CudaThread& t, [[maybe_unused]] Waiting why,
+                      [[maybe_unused]] int barrier_slot) {
+#if defined(__SANITIZE_THREAD__)
+    if (why == Waiting::at_barrier) __tsan_release(&b.barrier_sync[barrier_slot]);
+    if (why == Waiting::in_warp_function) {
+        t.arrived_into = t.meets++ % 2;
+        __tsan_release(&t.meet_sync[t.arrived_into]);
+    }
+    __tsan_release(&b.end_sync);
+#endif
+}
+
+inline void tell_going_on([[maybe_unused]] Block& b, [[maybe_unused]] CudaThread& t, [[maybe_unused]] Waiting why,
+                          [[maybe_unused]] int barrier_slot) {
+#if defined(__SANITIZE_THREAD__)
+    if (why == Waiting::at_barrier) __tsan_acquire(&b.barrier_sync[barrier_slot]);
+    if (why == Waiting::in_warp_function) {
+        CudaThread* lanes = &b.threads[(size_t)b.running / warpSize * warpSize];
+        for (int k = 0; k < warpSize; k++)
+            if (t.warp_mask >> k & 1) __tsan_acquire(&lanes[k].meet_sync[lanes[k].met_in]);
+    }
+#endif
+}
+
+// The calling CUDA thread stops here until the scheduler lets it go on (at its end, for good).
+// What it reads for the jump it reads before telling ThreadSanitizer; the switch to the
+// scheduler's context comes right before the jump, in this function: after it, an access, or a
+// return, would count as the scheduler's.
 inline void wait(Waiting why, unsigned warp_mask = 0) {
-    Block* b = running_block();
+    Block& b = *running_block();
     CudaThread& t = this_thread();
     t.waiting = why;
     t.warp_mask = warp_mask;
-    b->scheduler = std::move(b->scheduler).resume();
+    const fc::fcontext_t back = t.scheduler;
+#if defined(__SANITIZE_THREAD__)
+    void* const scheduler = b.tsan_scheduler;
+    const int barrier_slot = b.barriers % 2;
+#else
+    const int barrier_slot = 0;
+#endif
+    tell_stop(b, t, why, barrier_slot);
+#if defined(__SANITIZE_THREAD__)
+    __tsan_switch_to_fiber(scheduler, __tsan_switch_to_fiber_no_sync);
+#endif
+    t.scheduler = fc::jump_fcontext(back, nullptr).fctx;
+    tell_going_on(b, t, why, barrier_slot);
+}
+
+// A CUDA thread's fiber: from.data is the kernel and its arguments. At its end it waits for good;
+// the scheduler takes back its stack.
+template <typename Kernel, typename Args>
+void thread_main(fc::transfer_t from) {
+    running_block()->threads[running_block()->running].scheduler = from.fctx;
+    const auto* call = static_cast<const std::pair<Kernel, const Args*>*>(from.data);
+    std::apply(call->first, *call->second);
+    wait(Waiting::exited);
+    __builtin_unreachable();
 }
 
 // The lanes of warp w that exist in block b (a last warp may be partial)
@@ -115,7 +250,7 @@ inline unsigned lanes_waited_for(unsigned mask) { return mask & existing_lanes(*
 // Lets go the lanes of every warp whose warp function every lane of its mask has reached.
 // Returns whether any went on; sets *error for a warp function some lane of the mask can
 // never reach.
-inline bool release_warps(Block& b, std::string* error) {
+EMU_SCHEDULER inline bool release_warps(Block& b, std::string* error) {
     bool released = false;
     for (size_t w = 0; w * warpSize < b.threads.size(); w++) {
         CudaThread* lanes = &b.threads[w * warpSize];
@@ -142,34 +277,88 @@ inline bool release_warps(Block& b, std::string* error) {
             }
             if (!all_there) continue;
             for (int k = 0; k < warpSize; k++)
-                if (mask >> k & 1) lanes[k].waiting = Waiting::no;
+                if (mask >> k & 1) {
+                    lanes[k].waiting = Waiting::no;
+#if defined(__SANITIZE_THREAD__)
+                    lanes[k].met_in = lanes[k].arrived_into;
+#endif
+                }
             released = true;
         }
     }
     return released;
 }
 
+#if defined(__SANITIZE_THREAD__)
+// ThreadSanitizer contexts of threads that returned, for the next blocks' threads (creating one
+// costs more than running most threads): a context's history is then program order, which
+// blocks have anyway
+inline std::vector<void*>& tsan_fibers() {
+    static std::vector<void*> fibers;
+    return fibers;
+}
+#endif
+
+// The stacks (and ThreadSanitizer contexts) of block b's threads back to their pools; a thread
+// that never returned (a launch that failed) is left where it stopped and its stack unmapped
+// (ThreadSanitizer forgets what it saw there). Contexts are never ended: ending one whose thread
+// never returned crashed ThreadSanitizer (gcc 12) later, in another context's release.
+EMU_SCHEDULER inline void end_block(Block& b) {
+#if defined(__SANITIZE_THREAD__)
+    __tsan_acquire(&b.end_sync);
+#endif
+    for (CudaThread& t : b.threads) {
+        if (!t.stack) continue;
+        const bool returned = t.waiting == Waiting::exited;
+        if (returned) stack_pool().free.push_back(t.stack);
+        else munmap(t.stack, StackPool::page() + STACK_BYTES);
+#if defined(__SANITIZE_THREAD__)
+        tsan_fibers().push_back(t.tsan_fiber);
+#endif
+    }
+    b.threads.clear();
+    running_block() = nullptr;
+}
+
 // Runs every CUDA thread of block b to its end. Returns "" or what went wrong.
 template <typename Kernel, typename Args>
-inline std::string run_block(Block& b, Kernel kernel, const Args& args) {
+EMU_SCHEDULER inline std::string run_block(Block& b, Kernel kernel, const Args& args) {
     running_block() = &b;
+#if defined(__SANITIZE_THREAD__)
+    b.tsan_scheduler = __tsan_get_current_fiber();
+    b.barriers = 0;
+#endif
+    const std::pair<Kernel, const Args*> call{kernel, &args};
+    const Schedule plan = schedule();
+    b.order.resize(b.threads.size());
+    std::iota(b.order.begin(), b.order.end(), 0);
+    if (plan.order == Order::reverse) std::reverse(b.order.begin(), b.order.end());
+    ShuffleRng rng{plan.seed ^ (b.linear_index * 0xD1B54A32D192ED03ull)};
     for (;;) {
-        for (size_t i = 0; i < b.threads.size(); i++) {
+        if (plan.order == Order::shuffle)  // a fresh order every pass (Fisher-Yates)
+            for (size_t k = b.order.size(); k > 1; k--) std::swap(b.order[k - 1], b.order[rng.next() % k]);
+        for (int i : b.order) {
             CudaThread& t = b.threads[i];
             if (t.waiting != Waiting::no) continue;
-            b.running = (int)i;
+            b.running = i;
             threadIdx = t.index;
-            if (!t.started) {
-                t.started = true;
-                t.fiber = boost::context::fiber(std::allocator_arg, PooledStack(),
-                                                [&b, kernel, &args](boost::context::fiber&& scheduler) {
-                                                    b.scheduler = std::move(scheduler);
-                                                    std::apply(kernel, args);
-                                                    b.threads[b.running].waiting = Waiting::exited;
-                                                    return std::move(b.scheduler);
-                                                });
+            if (!t.stack) {
+                t.stack = stack_pool().take();
+                t.context = fc::make_fcontext(t.stack + StackPool::page() + STACK_BYTES, STACK_BYTES,
+                                              &thread_main<Kernel, Args>);  // stacks grow down
+#if defined(__SANITIZE_THREAD__)
+                t.tsan_fiber = tsan_fibers().empty() ? __tsan_create_fiber(0) : tsan_fibers().back();
+                if (!tsan_fibers().empty()) tsan_fibers().pop_back();
+                const std::string name = "CUDA thread (" + std::to_string(t.index.x) + "," + std::to_string(t.index.y) +
+                                         "," + std::to_string(t.index.z) + ") of block (" + std::to_string(blockIdx.x) +
+                                         "," + std::to_string(blockIdx.y) + "," + std::to_string(blockIdx.z) + ")";
+                __tsan_set_fiber_name(t.tsan_fiber, name.c_str());
+#endif
             }
-            t.fiber = std::move(t.fiber).resume();  // runs until it waits or returns
+#if defined(__SANITIZE_THREAD__)
+            __tsan_switch_to_fiber(t.tsan_fiber, 0);
+#endif
+            t.context = fc::jump_fcontext(t.context, (void*)&call).fctx;  // runs until it waits or returns
         }
         // every thread waits or has returned
         size_t exited = 0, at_barrier = 0;
@@ -186,11 +375,13 @@ inline std::string run_block(Block& b, Kernel kernel, const Args& args) {
                 return std::to_string(exited) + " of its " + std::to_string(b.threads.size()) +
                        " threads returned while the others wait at __syncthreads (a barrier in divergent code)";
             for (CudaThread& t : b.threads) t.waiting = Waiting::no;
+#if defined(__SANITIZE_THREAD__)
+            b.barriers++;
+#endif
             continue;
         }
         return "threads wait at __syncthreads while lanes of their warps wait in a warp function: a deadlock";
     }
-    running_block() = nullptr;
     return "";
 }
 
@@ -249,16 +440,15 @@ inline void launch(dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
         for (unsigned by = 0; by < grid.y; by++)
             for (unsigned bx = 0; bx < grid.x; bx++) {
                 blockIdx = {bx, by, bz};
-                b.threads.clear();
-                b.threads.resize(threads);
+                b.linear_index = ((uint64_t)bz * grid.y + by) * grid.x + bx;
+                b.threads.resize(threads);  // fresh: end_block cleared the last block's
                 for (size_t i = 0; i < threads; i++)
                     b.threads[i].index = {(unsigned)(i % block.x), (unsigned)(i / block.x % block.y),
                                           (unsigned)(i / ((size_t)block.x * block.y))};
                 b.dynamic_shared.assign(shared_bytes, POISON);
                 std::string error = run_block(b, kernel, call_args);
+                end_block(b);
                 if (!error.empty()) {
-                    b.threads.clear();  // unwinds the stacks of the threads still waiting
-                    running_block() = nullptr;
                     report(cudaErrorLaunchFailure, name + ", block (" + std::to_string(bx) + ", " +
                                                        std::to_string(by) + ", " + std::to_string(bz) + "): " + error);
                     return;

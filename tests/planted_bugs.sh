@@ -7,6 +7,10 @@
 #                   part into shared memory (the __syncthreads after the v tile's copy is gone)
 #   host-pointer    model_forward hands the kernels the host's token ids, not model.tokens
 #   transposed      the forward matmul passes the weight to cuBLAS untransposed
+#   tile-overwrite  attention kernel 3 copies its next key and value tiles into shared memory while
+#                   other warps still read the last ones (the __syncthreads that opens its tile
+#                   loop is gone); run in reverse order (MASKPRIOR_EMU_SCHEDULE; it fails in index
+#                   order too), and again under ThreadSanitizer, which must name both threads
 # Each plant finds its site by the code it changes, never by a comment. Exit 0 when every bug
 # made its test fail; 1 when one went unseen, or when a plant no longer changes its file (the
 # code it targets has moved: update the plant).
@@ -16,7 +20,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/maskprior-planted-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 status=0
 
-# plant NAME FILE SED-EXPRESSION TEST-CASES (a doctest filter: no commas, * for any text)
+# plant NAME FILE SED-EXPRESSION TEST-CASES [SCHEDULE] (TEST-CASES: a doctest filter, no commas, *
+# for any text; SCHEDULE: the emulation's order of a block's threads, index when not given)
 plant() {
     copy="$work/$1"
     mkdir -p "$copy"
@@ -34,14 +39,38 @@ plant() {
         status=1
         return
     fi
-    if (cd "$copy" && ./tests/emulated_tests --no-intro=true -tc="$4") > "$copy/run.log" 2>&1; then
+    if (cd "$copy" && MASKPRIOR_EMU_SCHEDULE=${5:-index} ./tests/emulated_tests --no-intro=true -tc="$4") \
+        > "$copy/run.log" 2>&1; then
         echo "planted bug $1: FAILED: \"$4\" still passes with the bug"
         status=1
     elif grep -q "test cases: *0 |" "$copy/run.log"; then
         echo "planted bug $1: FAILED: no test case is named \"$4\""
         status=1
     else
-        echo "planted bug $1: caught by \"$4\": $(grep -m1 -E "CUDA emulation:|ERROR:" "$copy/run.log" | cut -c1-150)"
+        seen=$(grep -m1 -E "CUDA emulation:|ERROR:" "$copy/run.log" | cut -c1-150)
+        echo "planted bug $1: caught by \"$4\" in ${5:-index} order: $seen"
+    fi
+}
+
+# named_race NAME TEST-CASES: NAME's copy (plant made it) built under ThreadSanitizer, which must
+# report a data race in TEST-CASES with both CUDA threads named; it stops at the first report
+named_race() {
+    copy="$work/$1"
+    if ! make -s -C "$copy" tests/emulated_tests_tsan > "$copy/tsan-build.log" 2>&1; then
+        echo "planted bug $1: FAILED: the copy with the bug does not build under ThreadSanitizer"
+        tail -5 "$copy/tsan-build.log"
+        status=1
+        return
+    fi
+    (cd "$copy" && TSAN_OPTIONS=halt_on_error=1 ./tests/emulated_tests_tsan --no-intro=true -tc="$2") \
+        > "$copy/tsan.log" 2>&1
+    # "  Thread T12 'CUDA thread (3,0,0) of block (1,0,0)' (tid=...": one line per thread of the report
+    threads=$(grep -E "^  Thread T[0-9]+ 'CUDA thread" "$copy/tsan.log" | cut -d"'" -f2)
+    if grep -q "WARNING: ThreadSanitizer: data race" "$copy/tsan.log" && [ "$(echo "$threads" | wc -l)" -ge 2 ]; then
+        echo "planted bug $1: ThreadSanitizer names both threads: $(echo "$threads" | head -2 | paste -sd ';')"
+    else
+        echo "planted bug $1: FAILED: ThreadSanitizer did not name two CUDA threads in a race"
+        status=1
     fi
 }
 
@@ -57,4 +86,8 @@ plant host-pointer model.cuh \
 plant transposed layers/matmul.cuh \
     's/CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C,/CUBLAS_OP_N, CUBLAS_OP_N, OC, N, C,/' \
     "GPU matmul (cuBLAS) matches the CPU loops*"
+plant tile-overwrite attention/flash.cuh \
+    '/attention_forward_kernel3(/,/__syncthreads();/{/__syncthreads();/d}' \
+    "GPU attention matches the CPU at every kernel version*" reverse
+named_race tile-overwrite "GPU attention gives the same bits at every run*"
 exit $status

@@ -3,15 +3,17 @@
 #   make test (no argument), the everyday check: the doctest suite (layers, attention, model,
 #       inits, tasks, the command line, checkpoints, the PyTorch cross-check; its GPU cases skip
 #       themselves without a GPU), the GPU tests on the CPU emulation of CUDA
-#       (tests/emulated_tests), the kernel lab's programs on the emulation (dev/), the plot
-#       script's and prepare_text.py's tests, and the documents' names (tests/test_docs.sh)
-#   make check (--check): all of that, then the emulated GPU tests under AddressSanitizer and
-#       UndefinedBehaviorSanitizer (tests/emulated_tests_asan), the planted bugs the emulation must
-#       catch (tests/planted_bugs.sh), the same run's bytes from builds at two vector widths
-#       (tests/march_check.sh), runs killed with SIGKILL and continued (tests/test_faults.sh), the
-#       command-line cases on ./maskprior-sanitize (tests/sanitize.sh --quick), every parser's
-#       fuzzer for a few seconds (tests/fuzz/smoke.sh) and the table scripts' schedulers
-#       (tests/test_scheduler.sh)
+#       (tests/emulated_tests) with each block's threads in index order and again in reverse
+#       order (MASKPRIOR_EMU_SCHEDULE), the kernel lab's programs on the emulation (dev/), the
+#       plot script's and prepare_text.py's tests, and the documents' names (tests/test_docs.sh)
+#   make check (--check): all of that, then the emulated GPU tests in a seeded shuffled order and
+#       under AddressSanitizer and UndefinedBehaviorSanitizer (tests/emulated_tests_asan), the
+#       emulation's kernels under ThreadSanitizer (tests/emulated_tests_tsan), the planted bugs the
+#       emulation must catch (tests/planted_bugs.sh), the same run's bytes from builds at two
+#       vector widths (tests/march_check.sh), runs killed with SIGKILL and continued
+#       (tests/test_faults.sh), the command-line cases on ./maskprior-sanitize (tests/sanitize.sh
+#       --quick), every parser's fuzzer for a few seconds (tests/fuzz/smoke.sh) and the table
+#       scripts' schedulers (tests/test_scheduler.sh)
 # docs/testing.md says what each one checks.
 check=false
 [ "${1:-}" = --check ] && check=true
@@ -48,8 +50,13 @@ timed() {
 
 timed "the doctest suite" run_doctest ./tests/unit_tests
 gpu_cases_skipped=$skipped
-echo "== the GPU tests on the CPU emulation of CUDA (emu/)"
+echo "== the GPU tests on the CPU emulation of CUDA (emu/), a block's threads in index order"
 timed "the emulated GPU tests" run_doctest ./tests/emulated_tests
+# reverse runs any two threads of a block between barriers in the other order than index does: a
+# read of another thread's write with no barrier between them sees the write in one run, not in the other
+echo "== the same in reverse order (all but the 400-step run)"
+timed "the emulated GPU tests in reverse" \
+    run_doctest env MASKPRIOR_EMU_SCHEDULE=reverse ./tests/emulated_tests -tce="a short GPU training run*"
 echo "== the kernel lab on the emulation: every attention version against the CPU (dev/*-emulated --quick)"
 run_program ./dev/attention_forward-emulated --quick
 run_program ./dev/attention_backward-emulated --quick
@@ -59,8 +66,16 @@ echo "== the documents name only what exists (tests/test_docs.sh)"
 run_script tests/test_docs.sh
 
 if $check; then
+    echo "== the emulated GPU tests in a shuffled order, seed 1 (all but the 400-step run)"
+    timed "the shuffled emulated tests" \
+        run_doctest env MASKPRIOR_EMU_SCHEDULE=shuffle:1 ./tests/emulated_tests -tce="a short GPU training run*"
     echo "== the emulated GPU tests under AddressSanitizer and UndefinedBehaviorSanitizer (all but the 400-step run)"
     timed "the sanitized emulated tests" run_doctest ./tests/emulated_tests_asan -tce="a short GPU training run*"
+    # the emulation's own kernels only: a longer run of the GPU tests under ThreadSanitizer crashes
+    # inside it (a SIGSEGV in its Release, not understood yet); a report fails the run
+    echo "== the emulation's kernels under ThreadSanitizer: no race between two CUDA threads of a block"
+    timed "the emulation's kernels under ThreadSanitizer" \
+        run_doctest ./tests/emulated_tests_tsan -tc="emulation*" -tce="*racy*"
     timed "the planted bugs" run_script tests/planted_bugs.sh
     echo "== the CPU result at two vector widths (tests/march_check.sh)"
     timed "the two-width check" run_script tests/march_check.sh

@@ -1,6 +1,7 @@
 // The CUDA emulation itself (emu/): that it runs what a GPU runs, with CUDA's meaning
-// (barriers, shared memory per block, warp functions, cuBLAS's column-major products), and
-// that it reports the bugs of CUDA written without a GPU. The last cases plant four such bugs
+// (barriers, shared memory per block, warp functions, cuBLAS's column-major products), that its
+// schedules change what a racy kernel sees and no bit of a correct one, and that it reports the
+// bugs of CUDA written without a GPU. The last cases plant four such bugs
 // and check that each is caught; tests/planted_bugs.sh plants them in the program's own
 // kernels and checks that the GPU tests fail.
 #include <numeric>
@@ -82,6 +83,17 @@ __global__ void divergent_barrier_kernel(float* out, int n) {
 
 __global__ void read_kernel(float* out, const float* x) { out[threadIdx.x] = x[threadIdx.x]; }
 
+// A race: each thread writes its index into its slot of dynamic shared memory (NaN before) and
+// reads its left (or right) neighbour's slot with no barrier between; the first (last) thread
+// reads its own.
+template <bool left>
+__global__ void neighbour_read_kernel(float* out) {
+    DYNAMIC_SHARED(float, slots);
+    const int t = threadIdx.x, last = blockDim.x - 1;
+    slots[t] = (float)t;
+    out[t] = slots[left ? std::max(t - 1, 0) : std::min(t + 1, last)];
+}
+
 // ----------------------------------------------------------------------------
 
 static std::vector<float> host_block_sums(const std::vector<float>& x, int block) {
@@ -94,6 +106,16 @@ static std::vector<float> host_block_sums(const std::vector<float>& x, int block
 static bool within_reduction_tolerance(float got, float want) {
     return std::fabs(got - want) <= REDUCTION + 1e-3 * std::fabs(want);
 }
+
+// the schedule in force while it lives; the one before it after
+struct ScheduleScope {
+    emu::Schedule saved = emu::schedule();
+    explicit ScheduleScope(emu::Schedule s) { emu::schedule() = s; }
+    ~ScheduleScope() { emu::schedule() = saved; }
+};
+
+static const emu::Schedule INDEX{emu::Order::index, 0}, REVERSE{emu::Order::reverse, 0};
+static const emu::Schedule SHUFFLE_1{emu::Order::shuffle, 1}, SHUFFLE_2{emu::Order::shuffle, 2};
 
 // what cudaGetLastError says after `launch`, from a clean start
 static cudaError_t error_after(const std::function<void()>& launch) {
@@ -221,19 +243,99 @@ TEST_CASE("emulation: launches, copies and frees that a GPU would refuse are ref
     cudaGetLastError();
 }
 
+TEST_CASE("emulation: MASKPRIOR_EMU_SCHEDULE is index, reverse or shuffle:SEED, and nothing else") {
+    emu::Schedule s;
+    CHECK((emu::parse_schedule("index", &s) && s.order == emu::Order::index));
+    CHECK((emu::parse_schedule("reverse", &s) && s.order == emu::Order::reverse));
+    CHECK((emu::parse_schedule("shuffle:42", &s) && s.order == emu::Order::shuffle && s.seed == 42));
+    for (const char* bad : {"", "Index", "random", "shuffle", "shuffle:", "shuffle:-1", "shuffle:1x", "shuffle: 1",
+                            "shuffle:99999999999999999999"}) {
+        CAPTURE(bad);
+        CHECK_FALSE(emu::parse_schedule(bad, &s));
+    }
+}
+
+TEST_CASE("emulation: the schedule changes what a racy kernel sees, and no bit of what correct kernels compute") {
+    const int n = 64;
+    // how many threads read their neighbour's index (the others read NaN: the slot unwritten)
+    auto neighbours_seen = [&](bool left, emu::Schedule schedule, std::vector<float>* seen = nullptr) {
+        ScheduleScope scope(schedule);
+        std::vector<float> out(n);
+        GpuBuffer g_out(out);
+        if (left) launch_kernel<neighbour_read_kernel<true>>(1, n, n * sizeof(float), g_out.ptr);
+        else launch_kernel<neighbour_read_kernel<false>>(1, n, n * sizeof(float), g_out.ptr);
+        out = g_out.get();
+        if (seen) *seen = out;
+        int count = 0;
+        for (int t = 0; t < n; t++) count += out[t] == (float)(left ? std::max(t - 1, 0) : std::min(t + 1, n - 1));
+        return count;
+    };
+    CHECK(neighbours_seen(true, INDEX) == n);  // index order hides a read of a lower thread's write
+    CHECK(neighbours_seen(true, REVERSE) == 1);
+    CHECK(neighbours_seen(false, INDEX) == 1);
+    CHECK(neighbours_seen(false, REVERSE) == n);  // and reverse a read of a higher one's
+    for (bool left : {true, false}) {
+        CAPTURE(left);
+        const int shuffled = neighbours_seen(left, SHUFFLE_1);
+        CHECK(shuffled > 1);
+        CHECK(shuffled < n);
+        std::vector<float> first, again, other;
+        neighbours_seen(left, SHUFFLE_1, &first);
+        neighbours_seen(left, SHUFFLE_1, &again);
+        neighbours_seen(left, SHUFFLE_2, &other);
+        CHECK(memcmp(first.data(), again.data(), n * sizeof(float)) == 0);  // a seed gives one order
+        CHECK(memcmp(first.data(), other.data(), n * sizeof(float)) != 0);
+    }
+
+    // the correct kernels of the cases above: every output's bits, under each schedule
+    Rng rng(5);
+    std::vector<float> x = random_vector<float>(1000, rng);
+    for (int i = 0; i < 64; i++) x[i] = i % 3 == 0 ? -x[i] : x[i];  // both signs for the votes
+    GpuBuffer g_x(x);
+    auto outputs = [&](emu::Schedule schedule) {
+        ScheduleScope scope(schedule);
+        std::vector<float> sums(4), warp_sums(4), lanes(64), scratch(4 * 64), votes(3 * 2);
+        GpuBuffer g_sums(sums), g_warp_sums(warp_sums), g_lanes(lanes), g_scratch(scratch), g_votes(votes);
+        launch_kernel<block_sum_kernel<true>>(4, 256, 0, g_sums.ptr, g_x.ptr, 1000);
+        launch_kernel<warp_sum_kernel>(2, 64, 0, g_warp_sums.ptr, g_x.ptr);
+        launch_kernel<butterfly_kernel>(1, 64, 0, g_lanes.ptr, g_x.ptr);
+        launch_kernel<dynamic_shared_kernel>(4, 64, 64 * sizeof(float), g_scratch.ptr);
+        launch_kernel<vote_kernel>(1, 64, 0, (unsigned*)g_votes.ptr, (int*)g_votes.ptr + 2, (int*)g_votes.ptr + 4,
+                                   g_x.ptr);
+        std::vector<float> all;
+        for (GpuBuffer* g : {&g_sums, &g_warp_sums, &g_lanes, &g_scratch, &g_votes}) {
+            std::vector<float> part = g->get();
+            all.insert(all.end(), part.begin(), part.end());
+        }
+        return all;
+    };
+    const std::vector<float> want = outputs(INDEX);
+    for (emu::Schedule schedule : {REVERSE, SHUFFLE_1, SHUFFLE_2}) {
+        std::vector<float> got = outputs(schedule);
+        CHECK(memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    }
+}
+
 // ----------------------------------------------------------------------------
 // four planted bugs, each of which the emulation must catch
 
+// Without its first barrier thread t reads the partial of thread t + 128 before that one has
+// written it when t runs first: in index order and in a shuffle; reverse order hides it.
 TEST_CASE("planted bug: a missing __syncthreads in a block reduction gives wrong sums") {
     Rng rng(3);
     std::vector<float> x = random_vector<float>(1024, rng);
-    std::vector<float> sums(4);
-    GpuBuffer g_x(x), g_sums(sums);
-    launch_kernel<block_sum_kernel<false>>(4, 256, 0, g_sums.ptr, g_x.ptr, 1024);
-    std::vector<float> got = g_sums.get(), want = host_block_sums(x, 256);
-    bool all_right = true;
-    for (int b = 0; b < 4; b++) all_right = all_right && within_reduction_tolerance(got[b], want[b]);
-    CHECK_MESSAGE(!all_right, "the reduction without its first barrier gave the right sums: the race went unseen");
+    GpuBuffer g_x(x);
+    for (emu::Schedule schedule : {INDEX, SHUFFLE_1}) {
+        CAPTURE(schedule.order);
+        ScheduleScope scope(schedule);
+        std::vector<float> sums(4);
+        GpuBuffer g_sums(sums);
+        launch_kernel<block_sum_kernel<false>>(4, 256, 0, g_sums.ptr, g_x.ptr, 1024);
+        std::vector<float> got = g_sums.get(), want = host_block_sums(x, 256);
+        bool all_right = true;
+        for (int b = 0; b < 4; b++) all_right = all_right && within_reduction_tolerance(got[b], want[b]);
+        CHECK_MESSAGE(!all_right, "the reduction without its first barrier gave the right sums: the race went unseen");
+    }
 }
 
 TEST_CASE("planted bug: an off-by-one index writes past the buffer, and the launch fails") {
