@@ -65,8 +65,9 @@ inline size_t short_shared_bytes(int T, int HS) {
 //     order (the CPU's order: the same bits); A_ij = exp / sum into shared memory and att;
 //   lanes over d: y_i[d] = sum_j A_ij v_j[d], along j in order, A_ij read once for 4 dims.
 
-__global__ void attention_forward_kernel4(float* out, float* att, const float* qkv, const float* mask_term,
-                                          AttentionShape s) {
+__global__ void __launch_bounds__(SHORT_THREADS)
+attention_forward_kernel4(float* __restrict__ out, float* __restrict__ att, const float* __restrict__ qkv,
+                          const float* __restrict__ mask_term, AttentionShape s) {
     // out (B,T,NH·HS), att (B,NH,T,T), qkv (B,T,3·NH·HS), mask_term log σ(M) (mask_heads,T,T) or nullptr
     DYNAMIC_SHARED(float, shared);
     const int T = s.T, HS = s.HS, KSTRIDE = short_odd_stride(HS);
@@ -150,8 +151,10 @@ __global__ void attention_forward_kernel4(float* out, float* att, const float* q
 // whole). After the last row the thread writes its partial sums over the dS of the group's first
 // row, dscores[g·group_rows, h]: entries only this thread wrote. Stage 2 reads them there.
 
-__global__ void attention_backward_kernel4(float* dqkv, float* dscores, const float* dout, const float* qkv,
-                                           const float* att, AttentionShape s, int group_rows) {
+__global__ void __launch_bounds__(SHORT_THREADS)
+attention_backward_kernel4(float* __restrict__ dqkv, float* __restrict__ dscores, const float* __restrict__ dout,
+                           const float* __restrict__ qkv, const float* __restrict__ att, AttentionShape s,
+                           int group_rows) {
     // dqkv (B,T,3·NH·HS) dq, dk, dv added; dscores (B,NH,T,T) dS written (or, dout = nullptr,
     // given), then the groups' partial sums of dS (with a mask); dout (B,T,NH·HS) or nullptr;
     // qkv (B,T,3·NH·HS); att (B,NH,T,T)
@@ -272,8 +275,8 @@ __global__ void attention_backward_kernel4(float* dqkv, float* dscores, const fl
 // dscores[g·group_rows, h]) σ(-M_m), a warp per mask entry: lane l adds the terms t = l, l+32, ...
 // of the list (g, then h) in order, then warp_sum's fixed butterfly adds the lanes (the column
 // sums' stage 2, layers/column_sums.cuh)
-__global__ void attention_mask_sum_kernel4(float* dmask, const float* dscores, const float* mask, AttentionShape s,
-                                           int group_rows) {
+__global__ void attention_mask_sum_kernel4(float* __restrict__ dmask, const float* __restrict__ dscores,
+                                           const float* __restrict__ mask, AttentionShape s, int group_rows) {
     // dmask, mask (mask_heads,T,T); dscores (B,NH,T,T) holding the partial sums
     const int TT = s.T * s.T, count = s.mask_heads * TT, groups = (s.B + group_rows - 1) / group_rows;
     const int m = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
