@@ -17,8 +17,9 @@
 // One qkv row (3·NH·HS floats): all heads' q, then all k, then all v (head h's q at h·HS, its k at
 // NH·HS + h·HS, its v at 2·NH·HS + h·HS). An output row (NH·HS) is the heads' y side by side.
 #pragma once
-#include "cpu_fast/vexp.h"    // vexp: the softmax's e^x, the same arithmetic on both devices
-#include "layers/common.cuh"  // launch_kernel, ceil_div, worth_threads
+#include "attention/costs.h"  // attention_cost, attention_mask_cost: what a launch costs, for --profile
+#include "cpu_fast/vexp.h"     // vexp: the softmax's e^x, the same arithmetic on both devices
+#include "layers/common.cuh"   // launch_kernel, ceil_div, worth_threads
 
 struct AttentionShape {
     int B, T, NH, HS;
@@ -28,7 +29,6 @@ struct AttentionShape {
 
 template <typename F>
 __host__ __device__ inline F log_sigmoid(F m) { return (m < F(0) ? m : F(0)) - log1p(exp(-fabs(m))); }
-
 template <typename F>
 __host__ __device__ inline F sigmoid_of_minus(F m) { return F(1) / (F(1) + exp(m)); }  // σ(-m): log σ's slope
 
@@ -38,8 +38,7 @@ inline size_t attention_work(AttentionShape s) { return (size_t)s.B * s.NH * s.T
 // The (T,T) mask that head h of a layer uses (nullptr when there is no mask).
 template <typename F>
 __host__ __device__ inline const F* head_mask(const F* mask, AttentionShape s, int h) {
-    if (s.mask_heads == 0) return nullptr;
-    return mask + (s.mask_heads == 1 ? 0 : (size_t)h * s.T * s.T);
+    return s.mask_heads == 0 ? nullptr : mask + (s.mask_heads == 1 ? 0 : (size_t)h * s.T * s.T);
 }
 
 // Where head h's q, k and v of token t of batch row b sit in qkv (B,T,3·NH·HS); part 0: q, 1: k, 2: v
@@ -48,23 +47,9 @@ __host__ __device__ inline const F* head_vector(const F* qkv, AttentionShape s, 
     return qkv + ((size_t)b * s.T + t) * 3 * s.NH * s.HS + part * s.NH * s.HS + h * s.HS;
 }
 
-// The (b, h, i) of row (or key column) `row` of the (B, NH, T) grid: its place in att and dscores.
+// The (b, h, i) of row (or key column) r of the (B, NH, T) grid: its place in att and dscores.
 struct RowIndex { int b, h, i; };
-__device__ inline RowIndex row_index(int row, AttentionShape s) {
-    return {row / (s.T * s.NH), (row / s.T) % s.NH, row % s.T};
-}
-
-// --profile's cost of a launch over the (B,NH,T) rows (layers/profile.h): q, k, v and y (or dy,
-// dq ...) once, `matrices` (B,NH,T,T) score matrices read or written, `products` T·HS products a
-// row; walk: its thread's longest loop, from the kernel's loops. The mask gradient's: each dS once.
-inline LaunchCost attention_cost(AttentionShape s, int matrices, int products, double walk) {
-    const double rows = (double)s.B * s.NH * s.T;
-    return {4.0 * rows * (4.0 * s.HS + (double)matrices * s.T), 2.0 * rows * s.T * s.HS * products, walk};
-}
-inline LaunchCost attention_mask_cost(AttentionShape s, double walk) {
-    const double scores = (double)s.B * s.NH * s.T * s.T;
-    return {4.0 * (scores + 3.0 * s.mask_heads * s.T * s.T), scores, walk};
-}
+__device__ inline RowIndex row_index(int r, AttentionShape s) { return {r / (s.T * s.NH), r / s.T % s.NH, r % s.T}; }
 
 // ----------------------------------------------------------------------------
 // forward. First the mask term log σ(M), once per call (the same for every batch row and, shared,
@@ -74,8 +59,7 @@ inline LaunchCost attention_mask_cost(AttentionShape s, double walk) {
 //   y_i  = sum_j A_ij v_j
 
 template <typename F>
-void mask_term_cpu(F* mask_term, const F* mask, int count) {
-    // mask_term, mask: (mask_heads,T,T), count = mask_heads·T·T
+void mask_term_cpu(F* mask_term, const F* mask, int count) {  // mask_term, mask (mask_heads,T,T): count entries
     for (int m = 0; m < count; m++) mask_term[m] = log_sigmoid(mask[m]);
 }
 
@@ -292,10 +276,8 @@ __global__ void attention_backward_mask_kernel1(float* __restrict__ dmask, const
     if (m < s.mask_heads * s.T * s.T) attention_mask_entry_backward(dmask, dscores, mask, s, m);
 }
 
-// Kernel 1's launchers, with the signatures of every GPU version (attention/versions.cuh). The
-// forward takes the mask term log σ(M) already computed (by mask_term_kernel1).
-inline void attention_forward_gpu1(float* out, float* att, const float* qkv, const float* mask_term,
-                                   AttentionShape s) {
+// Kernel 1's launchers, with every GPU version's signatures (versions.cuh); log σ(M) is mask_term_kernel1's
+inline void attention_forward_gpu1(float* out, float* att, const float* qkv, const float* mask_term, AttentionShape s) {
     const LaunchCost cost = attention_cost(s, 1, 2, 2.0 * s.T * s.HS);  // a row: T scores, then y over T keys
     launch_kernel<attention_forward_kernel1>(cost, ceil_div((size_t)s.B * s.NH * s.T, 128), 128, 0, out, att, qkv,
                                              mask_term, s);
@@ -310,11 +292,9 @@ inline void attention_mask_backward_gpu1(float* dmask, const float* dscores, con
 
 inline void attention_backward_gpu1(float* dqkv, float* dmask, float* dscores, const float* dout, const float* qkv,
                                     const float* att, const float* mask, AttentionShape s) {
-    const int rows = s.B * s.NH * s.T;
+    const unsigned blocks = ceil_div((size_t)s.B * s.NH * s.T, 128);
     const LaunchCost cost = attention_cost(s, 2, 2, 2.0 * s.T * s.HS);  // a row (column): two passes over T·HS
-    launch_kernel<attention_backward_rows_kernel1>(cost, ceil_div(rows, 128), 128, 0, dqkv, dscores, dout, qkv, att,
-                                                   s);
-    launch_kernel<attention_backward_columns_kernel1>(cost, ceil_div(rows, 128), 128, 0, dqkv, dscores, dout, qkv,
-                                                      att, s);
+    launch_kernel<attention_backward_rows_kernel1>(cost, blocks, 128, 0, dqkv, dscores, dout, qkv, att, s);
+    launch_kernel<attention_backward_columns_kernel1>(cost, blocks, 128, 0, dqkv, dscores, dout, qkv, att, s);
     attention_mask_backward_gpu1(dmask, dscores, mask, s);
 }
