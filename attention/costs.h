@@ -2,7 +2,7 @@
 // state it for --profile (layers/profile.h). s is an AttentionShape (attention.cuh, which
 // includes this file before it declares the struct: hence the template).
 #pragma once
-#include "layers/profile.h"  // LaunchCost
+#include "layers/common.cuh"  // LaunchCost (layers/profile.h, which needs the CUDA headers common.cuh brings)
 
 // A launch over the (B,NH,T) rows: q, k, v and y (or dy, dq, dk, dv) once, `matrices` (B,NH,T,T)
 // score matrices read or written, `products` T·HS products a row; walk: its thread's longest

@@ -6,7 +6,8 @@
 // takes over elements in turn. On a GPU each call is also bracketed by two CUDA events, recorded
 // without synchronising and read after the last step.
 //
-// Recording is off except under --profile: a call then costs one test of a flag.
+// Recording is off except under --profile: a call then costs one test of a flag. layers/common.cuh
+// includes this file after the CUDA headers (or the emulation's), whose dim3 and cudaEvent_t it uses.
 #pragma once
 #include <algorithm>
 #include <string>
