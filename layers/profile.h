@@ -52,6 +52,10 @@ struct ProfiledCall {
     size_t shared_bytes = 0;
     LaunchCost cost;
     int first_event = -1;  // events[first_event], events[first_event + 1] bracket it on a GPU
+    bool library() const { return grid[0] == 0; }  // a cuBLAS call or a memset
+    double threads() const {
+        return (double)grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2];
+    }
 };
 
 // The counts of one profiled step
@@ -141,7 +145,5 @@ inline double lower_bound_seconds(const LaunchCost& cost, const GpuFigures& gpu,
 }
 
 inline bool is_serial_launch(const ProfiledCall& call, const GpuFigures& gpu) {
-    const double threads = (double)call.grid[0] * call.grid[1] * call.grid[2] * call.block[0] * call.block[1] *
-                           call.block[2];
-    return threads > 0 && threads < gpu.lanes && call.cost.walk > SERIAL_WALK;
+    return !call.library() && call.threads() < gpu.lanes && call.cost.walk > SERIAL_WALK;
 }

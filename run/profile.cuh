@@ -47,8 +47,8 @@ inline std::vector<ProfileRow> profile_rows(const Profiler& p, bool tensor_cores
         row.flops += call.cost.flops;
         row.walk = std::max(row.walk, call.cost.walk);
         row.stated = call.cost.bytes > 0 || call.cost.flops > 0 || call.cost.walk > 0;
-        const bool library = call.grid[0] == 0;  // a cuBLAS call: tensor cores where TF32 is on
-        row.bound_seconds += lower_bound_seconds(call.cost, H200, library && tensor_cores);
+        // a cuBLAS call uses tensor cores where TF32 is on
+        row.bound_seconds += lower_bound_seconds(call.cost, H200, call.library() && tensor_cores);
         row.serial = row.serial || is_serial_launch(call, H200);
         if (timed && call.first_event >= 0) {
             float ms = 0;
@@ -81,8 +81,7 @@ inline void print_profile(const Profiler& p, int steps, bool tensor_cores) {
     std::string longest_walker;
     for (const ProfileRow& r : rows) {
         const ProfiledCall& c = r.first;
-        const double threads = (double)c.grid[0] * c.grid[1] * c.grid[2] * c.block[0] * c.block[1] * c.block[2];
-        const bool library = c.grid[0] == 0;
+        const bool library = c.library();
         (!library ? launches : c.name.rfind("cublas", 0) == 0 ? cublas_calls : memsets) += r.calls;
         bound += r.bound_seconds;
         if (r.walk > longest_walk) longest_walk = r.walk, longest_walker = c.name;
@@ -91,7 +90,8 @@ inline void print_profile(const Profiler& p, int steps, bool tensor_cores) {
         if (r.stated) snprintf(gflop, sizeof gflop, "%.3f", r.flops / steps / 1e9);
         const std::string walk = library ? "-" : r.stated ? std::to_string((long long)r.walk) : "?";
         printf("%-52.52s %6.1f %9s %9s %9s %6s %7s %9s %9s %10.1f", c.name.c_str(), (double)r.calls / steps,
-               dims(c.grid).c_str(), dims(c.block).c_str(), library ? "-" : std::to_string((long long)threads).c_str(),
+               dims(c.grid).c_str(), dims(c.block).c_str(),
+               library ? "-" : std::to_string((long long)c.threads()).c_str(),
                library ? "-" : std::to_string(c.shared_bytes).c_str(), walk.c_str(), mb, gflop,
                r.bound_seconds / steps * 1e6);
         if (timed) {
