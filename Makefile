@@ -101,7 +101,8 @@ GENCODE   = -gencode arch=compute_$(ARCH),code=[sm_$(ARCH),compute_$(ARCH)]
 INCLUDES  = -I. $(if $(EXTRA_INCLUDE),-I$(EXTRA_INCLUDE))
 NVCCFLAGS = -O3 -std=c++17 $(GENCODE) -DMASKPRIOR_CUDA_ARCH=$(ARCH) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses \
             $(VERSION_DEFINES) $(if $(CPU_REFERENCE),-DMASKPRIOR_CPU_REFERENCE) $(EXTRA_NVCCFLAGS)
-LDLIBS    = -lcublas -lgomp -lz
+# cuBLAS (matmul version 1) and cuBLASLt (version 2, layers/matmul_lt.cuh)
+LDLIBS    = -lcublas -lcublasLt -lgomp -lz
 HEADERS   = $(wildcard *.cuh attention/*.cuh cpu_fast/*.h layers/*.h layers/*.cuh prior/*.h prior/*.cuh run/*.h run/*.cuh tasks/*.h)
 
 # The CUDA emulation (emu/): the host compiler builds the same sources with MASKPRIOR_CUDA_EMULATION,
@@ -121,13 +122,14 @@ EMU_TSAN  = $(filter-out -fopenmp,$(EMU_BASE)) -Wno-unknown-pragmas -O1 -g -fsan
 EMU_LIBS  = -lboost_context -lz
 EMU_HEADERS = $(wildcard emu/*.h)
 EMU_TESTS = tests/emulated_tests.cu tests/test_gpu.cu tests/test_gpu_vision.cu tests/test_gpu_language.cu \
-            tests/test_gpu_fused.cu tests/test_gpu_profile.cu tests/test_emulation.cu tests/test_util.h tests/temp_dir.h tests/text_fixture.h
+            tests/test_gpu_fused.cu tests/test_gpu_matmul.cu tests/test_gpu_profile.cu tests/test_gpu_graph.cu \
+            tests/test_emulation.cu tests/test_util.h tests/temp_dir.h tests/text_fixture.h
 
 # The kernel lab (dev/, dev/README.md): one program per kernel family that runs every version of
 # it, checks each against the CPU reference and times it with CUDA events, in one table.
 #   make dev           with nvcc, for a GPU (ARCH, HOST_MARCH as above)
 #   make dev-emulated  on the CPU emulation of CUDA: the checks only (make test runs them, --quick)
-DEV_NAMES    = attention_forward attention_backward
+DEV_NAMES    = attention_forward attention_backward matmul
 DEV_BINS     = $(DEV_NAMES:%=dev/%)
 DEV_EMULATED = $(DEV_NAMES:%=dev/%-emulated)
 

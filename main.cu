@@ -14,19 +14,8 @@
 #include "run/report.cuh"        // RunLog, Progress, metrics_json, write_metrics, print_final_table
 #include "run/sample.cuh"        // generate
 #include "run/setup.cuh"         // make_task, model_config, prior_structure, initialise, print_startup
+#include "run/step.cuh"          // training_step
 #include "tasks/batch.h"         // Batch, training_batch, loss_positions
-
-// One training step on the batch: forward, backward, clipping, this step's learning rate, AdamW.
-// Returns the batch's loss (the caller checks that it is finite).
-static float training_step(Model& model, const Options& opt, const Batch& batch, int64_t step, int64_t steps) {
-    const float loss = model_forward(model, batch_input(batch), batch.targets.data(), model.B, batch.mask());
-    model_zero_grad(model);
-    model_backward(model, model.B);
-    if (opt.clip_grad > 0) model_clip_gradients(model, opt.clip_grad);
-    model.adam.lr = step_learning_rate(opt, step, steps);
-    model_update(model);
-    return loss;
-}
 
 static int train(int argc, char** argv) {
     const Options opt = parse_options(argc, argv);
@@ -39,6 +28,7 @@ static int train(int argc, char** argv) {
     const Device dev = pick_device(opt);
     if (opt.profile > 0 && dev != DEVICE_GPU) fail("--profile records GPU launches, and no GPU is in use");
     const Kernels kernels = choose_kernels(opt, opt.head_size, task->seq_len);  // how the GPU computes
+    gpu_prepare(dev, kernels);
     printf("maskprior: training on the %s\n", device_line(dev, kernels).c_str());
 
     // the model, its prior and its initialisation
@@ -79,7 +69,9 @@ static int train(int argc, char** argv) {
     if (opt.profile > 0) {  // N recorded steps from the first batch on, the table, then stop
         record_profile(dev, opt.profile, [&](int64_t i) {
             training_batch(*task, order, start_step + i, batch);
-            training_step(model, opt, batch, std::min(start_step + i, steps - 1), steps);
+            const int64_t step = std::min(start_step + i, steps - 1);
+            training_step(model, batch_input(batch), batch.targets.data(), batch.mask(),
+                          step_learning_rate(opt, step, steps), opt.clip_grad, step);
         });
         print_profile(profiler(), opt.profile, kernels.tf32);
         return 0;
@@ -122,21 +114,34 @@ static int train(int argc, char** argv) {
         const double batch_start = now_seconds();
         training_batch(*task, order, step, batch);
         progress.exclude(now_seconds() - batch_start);
-        loss = training_step(model, opt, batch, step, steps);
-        if (!std::isfinite(loss))
-            fail("the loss became %f at step %lld: lower --lr? %s", loss, (long long)step,
-                 checkpointer.last_good().c_str());
-        train_accuracy.add(model, batch);  // the logits of the step's forward pass
+        const float lr = step_learning_rate(opt, step, steps);
+        training_step(model, batch_input(batch), batch.targets.data(), batch.mask(), lr, opt.clip_grad, step);
         const int64_t done = step + 1;
+        const bool evaluating = done % eval_every == 0 || done == steps;
+        // the step log, where the run reports or saves (the CPU's costs nothing: every step); the
+        // GPU ran the steps since the last read without the host waiting for one
+        bool read = false;
+        auto read_step_log = [&] {
+            if (read) return;
+            read = true;
+            const StepLog steps_log = model_read_step_log(model);
+            if (steps_log.first_bad_step >= 0)
+                fail("the loss became %f at step %lld: lower --lr? %s", steps_log.first_bad_loss,
+                     (long long)steps_log.first_bad_step, checkpointer.last_good().c_str());
+            loss = steps_log.loss;
+            train_accuracy.add(steps_log);
+        };
+        if (dev == DEVICE_CPU || progress.due(done) || evaluating) read_step_log();
         fault_point("after-step");
         progress.step_done(done, loss);
-        if (done % eval_every == 0 || done == steps) {
+        if (evaluating) {
             ev = evaluate(model, *task, G, init.reference, positions);
             train_accuracy.report(ev);
             log.evaluation(done, loss, ev);
             progress.restart();  // evaluation time is not training time
         }
         if (checkpointer.due(done, steps)) {
+            read_step_log();  // no checkpoint after a step that is not finite
             checkpointer.save(model, run_meta, done, train_accuracy);
             progress.restart();  // nor is saving
         }

@@ -27,176 +27,19 @@
 #include <string>
 #include <vector>
 #include "attention/versions.cuh"      // attention_forward, attention_backward: the method (attention.cuh)
+#include "layers/activations.h"        // Activations, activations_bind, BlockActivations, block_activations
 #include "layers/adamw.cuh"            // adamw_update_groups, AdamWGroups
-#include "layers/clip.cuh"             // clip_grad_norm, grad_norm_scratch_size
+#include "layers/clip.cuh"             // clip_gradients, grad_norm_scratch_size
 #include "layers/config.h"             // Config, ParamTensors, param_layout, block_params
+#include "layers/device_step.cuh"      // DeviceBatch, StepScalars, StepLog, loss_mean_gpu, step_log_add_*
 #include "layers/embedding.cuh"        // embedding_*, scalar_embedding_*
-#include "layers/fused.cuh"            // residual_layernorm_*, matmul_bias_gelu_*
+#include "layers/fused.cuh"            // residual_layernorm_*, matmul_bias_gelu_*, mlp_backward
+#include "layers/graph.cuh"            // GraphCache
 #include "layers/layernorm.cuh"        // layernorm_*
 #include "layers/loss.cuh"             // mse_*, logistic_*, crossentropy_*
 #include "layers/matmul.cuh"           // matmul_*
 #include "layers/patch_embedding.cuh"  // patchify_*, assemble_*, mean_pool_*
 #include "layers/pointwise.cuh"        // gelu_*, residual_*, pick_position_*
-
-// ----------------------------------------------------------------------------
-// activations for a batch of B rows; the same struct over the gradient buffers holds their
-// gradients, where what has no gradient (the LayerNorm statistics, A, the probabilities, the
-// losses) has no room and a null pointer
-
-struct Activations {
-    // images only (empty for a token model): the flattened patches and their embedding
-    float* patches;    // (B,NP,channels·P·P)
-    float* embedded;   // (B,NP,C)
-    float* encoded;    // (B,T,C)  the embedding: layer 0's x
-    // every layer's block, as in BlockActivations (layer l's slice: block_activations)
-    float* ln1;        // (L,B,T,C)
-    float* ln1_mean;   // (L,B,T)
-    float* ln1_rstd;   // (L,B,T)
-    float* qkv;        // (L,B,T,3·NH·HS)
-    float* att;        // (L,B,NH,T,T)  A (its gradient is never stored: see Model::dscores)
-    float* y;          // (L,B,T,NH·HS)
-    float* proj;       // (L,B,T,C)
-    float* x_mid;      // (L,B,T,C)  x after the attention half of the block
-    float* ln2;        // (L,B,T,C)
-    float* ln2_mean;   // (L,B,T)
-    float* ln2_rstd;   // (L,B,T)
-    float* mlp_fc;     // (L,B,T,MLP)
-    float* mlp_gelu;   // (L,B,T,MLP)
-    float* mlp_proj;   // (L,B,T,C)
-    float* x_out;      // (L,B,T,C)  x after the whole block
-    // the readout's rows R = B·readout_rows(): one per example, or (next token) every position
-    float* pooled;     // (B,C)  x_out[:, readout_position] of the last block (--pool mean: the patches'
-                       //        mean); unused by next token
-    // the last block after attention on the readout's row alone (model_forward with
-    // readout_row_only): BlockActivations' fields, one row per example; its x_out is pooled
-    float* readout_input;     // (B,C)  x[:, readout_position] entering the last block
-    float* readout_y;         // (B,NH·HS)
-    float* readout_proj;      // (B,C)
-    float* readout_x_mid;     // (B,C)
-    float* readout_ln2;       // (B,C)
-    float* readout_ln2_mean;  // (B)
-    float* readout_ln2_rstd;  // (B)
-    float* readout_mlp_fc;    // (B,MLP)
-    float* readout_mlp_gelu;  // (B,MLP)
-    float* readout_mlp_proj;  // (B,C)
-    float* lnf;        // (R,C)
-    float* lnf_mean;   // (R)
-    float* lnf_rstd;   // (R)
-    float* logits;     // (R,OUT)
-    float* probs;      // (R,OUT)  softmax, classification and next token
-    float* losses;     // (R)
-};
-
-// Points the fields of a at consecutive slices of base (nullptr: only count) and returns the
-// floats they take; gradients = true lays out the gradient buffers, without the slots that
-// have no gradient, and without the residual stream's slots but one: a sum passes its gradient
-// to both its terms unchanged, so the gradients of every block's x, proj, x_mid, mlp_proj and
-// x_out are one buffer, encoded's (B,T,C), which the backward reads and adds into in place
-// (block_gradients).
-inline size_t activations_bind(const Config& c, int B, Activations* a, float* base, bool gradients) {
-    const size_t BT = (size_t)B * c.T, L = c.L, R = (size_t)B * c.readout_rows(), BP = (size_t)B * c.patches();
-    const bool FWD = true;  // a slot only the forward pass has: no room in the gradient buffers
-    const bool RESIDUAL = true;  // a residual-stream slot: its gradient is encoded's (no room of its own)
-    struct Slot { float** ptr; size_t n; bool forward_only = false; };
-    const Slot slots[] = {
-        {&a->patches, BP * c.patch_size(), FWD},  {&a->embedded, BP * c.C},
-        {&a->encoded, BT * c.C},
-        {&a->ln1, L * BT * c.C},           {&a->ln1_mean, L * BT, FWD},   {&a->ln1_rstd, L * BT, FWD},
-        {&a->qkv, L * BT * c.qkv_width()}, {&a->att, L * B * c.NH * c.T * c.T, FWD},
-        {&a->y, L * BT * c.attention_width()},
-        {&a->proj, L * BT * c.C, RESIDUAL}, {&a->x_mid, L * BT * c.C, RESIDUAL},
-        {&a->ln2, L * BT * c.C},           {&a->ln2_mean, L * BT, FWD},   {&a->ln2_rstd, L * BT, FWD},
-        {&a->mlp_fc, L * BT * c.MLP},      {&a->mlp_gelu, L * BT * c.MLP},
-        {&a->mlp_proj, L * BT * c.C, RESIDUAL}, {&a->x_out, L * BT * c.C, RESIDUAL},
-        {&a->pooled, (size_t)B * c.C},
-        {&a->readout_input, (size_t)B * c.C, FWD},       {&a->readout_y, (size_t)B * c.attention_width(), FWD},
-        {&a->readout_proj, (size_t)B * c.C, FWD},        {&a->readout_x_mid, (size_t)B * c.C, FWD},
-        {&a->readout_ln2, (size_t)B * c.C, FWD},         {&a->readout_ln2_mean, (size_t)B, FWD},
-        {&a->readout_ln2_rstd, (size_t)B, FWD},          {&a->readout_mlp_fc, (size_t)B * c.MLP, FWD},
-        {&a->readout_mlp_gelu, (size_t)B * c.MLP, FWD},  {&a->readout_mlp_proj, (size_t)B * c.C, FWD},
-        {&a->lnf, R * c.C},                {&a->lnf_mean, R, FWD},        {&a->lnf_rstd, R, FWD},
-        {&a->logits, R * c.OUT},           {&a->probs, R * c.OUT, FWD},   {&a->losses, R, FWD},
-    };
-    size_t total = 0;
-    for (const Slot& slot : slots) {
-        if (gradients && slot.forward_only) {
-            if (base) *slot.ptr = nullptr;
-            continue;
-        }
-        if (base) *slot.ptr = base + total;
-        total += slot.n;
-    }
-    return total;
-}
-
-// Layer l's slice of the activations (or of their gradients): what one block reads and writes.
-// input is the block's x: the embedding for layer 0, the previous block's output after that.
-struct BlockActivations {
-    float* input;      // (B,T,C)
-    float* ln1;        // (B,T,C)
-    float* ln1_mean;   // (B,T)
-    float* ln1_rstd;   // (B,T)
-    float* qkv;        // (B,T,3·NH·HS)
-    float* att;        // (B,NH,T,T)
-    float* y;          // (B,T,NH·HS)
-    float* proj;       // (B,T,C)
-    float* x_mid;      // (B,T,C)
-    float* ln2;        // (B,T,C)
-    float* ln2_mean;   // (B,T)
-    float* ln2_rstd;   // (B,T)
-    float* mlp_fc;     // (B,T,MLP)
-    float* mlp_gelu;   // (B,T,MLP)
-    float* mlp_proj;   // (B,T,C)
-    float* x_out;      // (B,T,C)
-};
-
-inline BlockActivations block_activations(const Config& c, const Activations& a, int B, int l) {
-    const size_t BT = (size_t)B * c.T, C = c.C;
-    // slot + l * per_layer, or null where the slot has no room (the gradient buffers)
-    auto at = [l](float* slot, size_t per_layer) { return slot ? slot + l * per_layer : nullptr; };
-    return {l == 0 ? a.encoded : a.x_out ? a.x_out + (l - 1) * BT * C : nullptr,
-            at(a.ln1, BT * C),
-            at(a.ln1_mean, BT),
-            at(a.ln1_rstd, BT),
-            at(a.qkv, BT * c.qkv_width()),
-            at(a.att, (size_t)B * c.NH * c.T * c.T),
-            at(a.y, BT * c.attention_width()),
-            at(a.proj, BT * C),
-            at(a.x_mid, BT * C),
-            at(a.ln2, BT * C),
-            at(a.ln2_mean, BT),
-            at(a.ln2_rstd, BT),
-            at(a.mlp_fc, BT * c.MLP),
-            at(a.mlp_gelu, BT * c.MLP),
-            at(a.mlp_proj, BT * C),
-            at(a.x_out, BT * C)};
-}
-
-// Layer l's slice of the gradient buffers: the residual stream's fields all the one residual
-// gradient (activations_bind), the others as block_activations gives them.
-inline BlockActivations block_gradients(const Config& c, const Activations& d, int B, int l) {
-    BlockActivations dx = block_activations(c, d, B, l);
-    dx.input = dx.proj = dx.x_mid = dx.mlp_proj = dx.x_out = d.encoded;
-    return dx;
-}
-
-// The last block's readout row (forward only): the compact slots of Activations as a block whose
-// rows are the examples, for block_tail_forward. Only the fields after attention are used.
-inline BlockActivations readout_row_block(const Activations& a) {
-    BlockActivations h = {};
-    h.input = a.readout_input;
-    h.y = a.readout_y;
-    h.proj = a.readout_proj;
-    h.x_mid = a.readout_x_mid;
-    h.ln2 = a.readout_ln2;
-    h.ln2_mean = a.readout_ln2_mean;
-    h.ln2_rstd = a.readout_ln2_rstd;
-    h.mlp_fc = a.readout_mlp_fc;
-    h.mlp_gelu = a.readout_mlp_gelu;
-    h.mlp_proj = a.readout_mlp_proj;
-    h.x_out = a.pooled;
-    return h;
-}
 
 // ----------------------------------------------------------------------------
 // the model
@@ -216,24 +59,46 @@ struct Model {
     // it and reads it back (for dq, dk and dM); the layers take turns, so one buffer serves all
     float* dscores = nullptr;
     float* mask_term = nullptr;  // (NH,T,T) log σ(M) of the layer attention_forward is on: scratch, per layer
+    // the batch: on the CPU buffers of their own; on the GPU slices of the batch block, one
+    // asynchronous copy a batch (layers/device_step.cuh)
     int* tokens = nullptr;        // (B,T) on dev, token models
     TokenRows by_token;           // the batch's rows grouped by token: the GPU's kernel 2 embedding gradient
     float* pixels = nullptr;      // (B,channels,H,W) on dev, image models
     float* targets = nullptr;     // (B·readout_rows) on dev: a value, a class, or the next token at each position
     float* loss_mask = nullptr;   // (B·T) on dev, next-token readout only: 1 where a position counts in the loss
-    bool loss_masked;   // whether the last forward pass weighted its rows by loss_mask
-    float loss_count;   // the counted rows of the last forward pass: the loss's denominator
+    DeviceBatch batch_block;      // GPU only
+    StepScalars* scalars = nullptr;  // (1) on dev: the batch's loss count, the step's AdamW scalars and index
+    float* mean_loss = nullptr;   // (1) on dev: the last forward pass's mean loss
+    StepLog* step_log = nullptr;  // (1) on dev: the training steps since the host last read it
+    int batch_rows = 0;         // the rows of the batch model_set_batch gave last
+    bool batch_targets = false;  // whether it had targets
+    bool loss_masked;   // whether it weights its rows by loss_mask
     int loss_rows;      // the rows of the last forward pass with targets; 0 when it had none
     bool readout_row_only;  // whether the last forward pass ran the last block's tail on the readout's row alone
     float* token_value = nullptr;  // (V) on dev: cfg.token_value; nullptr under token encoding
-    std::vector<float> losses_host;  // (B·readout_rows)
     AdamWSettings adam;
     float weight_decay = 1e-3f, mask_weight_decay = 0.0f;
     float label_smoothing = 0.0f;  // of the cross-entropy readouts
     bool freeze_mask = false;      // --freeze-mask: M is a constant, with no gradient and no update
-    float* norm_scratch = nullptr;  // (grad_norm_scratch_size(num_params)) model_clip_gradients' partial sums
+    float* norm_scratch = nullptr;  // (grad_norm_scratch_size(num_params)) model_clip_gradients' sums and result
     int adam_t = 0;  // optimizer steps taken
+    GraphCache graphs;  // the captured passes and steps, by shape (Kernels::graph; layers/graph.cuh)
 };
+
+// The most column scratch (layers/column_sums.cuh) the model's layers ask for at B rows, which
+// model_build reserves: the bias and LayerNorm gradients over the B·T rows and over the readout's,
+// the position embedding's and CLS's sums over the B examples, the patch embedding's bias, and
+// the token embedding's chunks.
+inline size_t column_scratch_bound(const Config& c, int B) {
+    const int BT = B * c.T, R = B * c.readout_rows();
+    const size_t widest = std::max({c.qkv_width(), c.attention_width(), c.MLP, 2 * c.C});
+    size_t bound = std::max((size_t)column_groups(BT) * widest, (size_t)column_groups(R) * std::max(c.OUT, 2 * c.C));
+    bound = std::max(bound, (size_t)column_groups(B) * c.T * c.C);
+    if (c.image_input()) return std::max(bound, (size_t)column_groups(B * c.patches()) * c.C);
+    TokenRows shape;
+    shape.BT = BT, shape.V = c.V;
+    return std::max(bound, (size_t)shape.max_chunks() * c.C);
+}
 
 inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
     if (cfg.encoding == ENCODING_SCALAR && (int)cfg.token_value.size() != cfg.V)
@@ -263,18 +128,36 @@ inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
     model.dscores = buffer_alloc(dev, model.num_dscores);
     model.norm_scratch = buffer_alloc(dev, grad_norm_scratch_size(model.num_params));
     model.mask_term = buffer_alloc(dev, (size_t)cfg.NH * cfg.T * cfg.T);
-    const size_t R = (size_t)B * cfg.readout_rows();
+    const size_t R = (size_t)B * cfg.readout_rows(), BT = (size_t)B * cfg.T;
+    const size_t token_ints = cfg.image_input() ? 0 : BT;
+    const size_t pixel_floats = cfg.image_input() ? (size_t)B * cfg.image_size() : 0;
+    const size_t mask_floats = cfg.readout == READOUT_NEXT_TOKEN ? R : 0;
     if (dev == DEVICE_GPU) {
-        cudaCheck(cudaMalloc(&model.tokens, (size_t)B * cfg.T * sizeof(int)));
-        cudaCheck(cudaMalloc(&model.by_token.device, token_rows_capacity(B * cfg.T) * sizeof(int)));
+        gpu_setup();  // the stream and cuBLAS's handle and workspace, before any capture
+        const size_t token_rows = token_ints > 0 ? token_rows_capacity((int)BT, cfg.V) : 0;
+        DeviceBatch& block = model.batch_block;
+        device_batch_build(block, {token_ints, pixel_floats, R, mask_floats, token_rows});
+        model.tokens = token_ints ? block.on_device<int>(block.tokens) : nullptr;
+        model.by_token.device = token_rows ? block.on_device<int>(block.token_rows) : nullptr;
+        model.pixels = pixel_floats ? block.on_device<float>(block.pixels) : nullptr;
+        model.targets = block.on_device<float>(block.targets);
+        model.loss_mask = mask_floats ? block.on_device<float>(block.loss_mask) : nullptr;
+        model.scalars = block.on_device<StepScalars>(block.scalars);
+        cudaCheck(cudaMalloc(&model.mean_loss, sizeof(float)));
+        cudaCheck(cudaMalloc(&model.step_log, sizeof(StepLog)));
+        const StepLog cleared = step_log_cleared();
+        device_copy(model.step_log, &cleared, sizeof cleared, cudaMemcpyHostToDevice);
+        column_scratch_reserve(column_scratch_bound(cfg, B));  // so that no step allocates
     } else {
-        model.tokens = (int*)malloc((size_t)B * cfg.T * sizeof(int));
+        model.tokens = token_ints ? (int*)malloc(token_ints * sizeof(int)) : nullptr;
+        model.pixels = pixel_floats ? buffer_alloc(dev, pixel_floats) : nullptr;
+        model.targets = buffer_alloc(dev, R);
+        model.loss_mask = mask_floats ? buffer_alloc(dev, mask_floats) : nullptr;
+        model.scalars = new StepScalars();
+        model.mean_loss = new float(0.0f);
+        model.step_log = new StepLog(step_log_cleared());
     }
-    model.pixels = cfg.image_input() ? buffer_alloc(dev, (size_t)B * cfg.image_size()) : nullptr;
-    model.targets = buffer_alloc(dev, R);
-    model.loss_mask = cfg.readout == READOUT_NEXT_TOKEN ? buffer_alloc(dev, R) : nullptr;
     model.loss_masked = false;
-    model.loss_count = 0;
     model.loss_rows = 0;
     model.readout_row_only = false;
     model.token_value = nullptr;
@@ -282,21 +165,25 @@ inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
         model.token_value = buffer_alloc(dev, cfg.V);
         buffer_copy(model.token_value, dev, cfg.token_value.data(), DEVICE_CPU, cfg.V);
     }
-    model.losses_host.assign(R, 0.0f);
 }
 
 inline void model_free(Model& model) {
+    model.graphs.clear();
     for (float* p : {model.params_mem, model.grads_mem, model.m_mem, model.v_mem, model.acts_mem, model.dacts_mem,
-                     model.dscores, model.mask_term, model.targets, model.norm_scratch})
+                     model.dscores, model.mask_term, model.norm_scratch})
         buffer_free(model.dev, p);
     if (model.token_value) buffer_free(model.dev, model.token_value);
-    if (model.loss_mask) buffer_free(model.dev, model.loss_mask);
-    if (model.pixels) buffer_free(model.dev, model.pixels);
     if (model.dev == DEVICE_GPU) {
-        cudaCheck(cudaFree(model.tokens));
-        cudaCheck(cudaFree(model.by_token.device));
+        device_batch_free(model.batch_block);
+        cudaCheck(cudaFree(model.mean_loss));
+        cudaCheck(cudaFree(model.step_log));
     } else {
         free(model.tokens);
+        for (float* p : {model.pixels, model.targets, model.loss_mask})
+            if (p) buffer_free(model.dev, p);
+        delete model.scalars;
+        delete model.mean_loss;
+        delete model.step_log;
     }
 }
 
@@ -357,11 +244,10 @@ inline void block_tail_backward(const Model& model, const BlockParams& w, const 
     const Kernels& k = model.kernels;
     const int C = c.C;
     // x_out = x_mid + mlp_proj: dx_mid = dmlp_proj = dx_out, the residual gradient as it is
-    // mlp_proj = mlp_gelu Wmlp^T + bmlp
-    matmul_backward(dev, k, dx.mlp_gelu, dw.mlp_projw, dw.mlp_projb, dx.mlp_proj, x.mlp_gelu, w.mlp_projw, N, c.MLP, C);
-    // mlp_gelu = gelu(mlp_fc), mlp_fc = ln2 Wfc^T + bfc
-    matmul_bias_gelu_backward(dev, k, dx.ln2, dw.mlp_fcw, dw.mlp_fcb, dx.mlp_fc, dx.mlp_gelu, x.mlp_fc, x.ln2,
-                              w.mlp_fcw, N, C, c.MLP);
+    // mlp_proj = mlp_gelu Wmlp^T + bmlp, mlp_gelu = gelu(mlp_fc), mlp_fc = ln2 Wfc^T + bfc (mlp_backward:
+    // the two layers' backwards, or at matmul version 2 the GELU's fused into the second's product)
+    mlp_backward(dev, k, dx.ln2, dw.mlp_fcw, dw.mlp_fcb, dx.mlp_fc, dx.mlp_gelu, dw.mlp_projw, dw.mlp_projb,
+                 dx.mlp_proj, x.ln2, x.mlp_fc, x.mlp_gelu, w.mlp_fcw, w.mlp_projw, N, C, c.MLP);
     // ln2 = layernorm(x_mid): dx_mid += its input gradient; x_mid = x + proj: dx = dproj = dx_mid
     layernorm_backward(dev, k, dx.x_mid, dw.ln2w, dw.ln2b, dx.ln2, x.x_mid, w.ln2w, x.ln2_mean, x.ln2_rstd, N, C);
     // proj = y Wproj^T + bproj
@@ -381,25 +267,68 @@ struct ModelInput {
     }
 };
 
-// The first residual stream a.encoded (B,T,C) from the input, uploaded to the device: token ids
-// through the (scalar) embedding, or an image through patchify, the patch embedding (a matmul)
-// and assemble (CLS, position embedding).
-inline void input_forward(Model& model, ModelInput input, const Activations& a, int B) {
+// Hands the model a batch of `rows` <= model.B examples in host memory: the input (tokens or
+// pixels), targets (rows·readout_rows, or nullptr: no loss) and for the next-token readout
+// loss_mask (rows·T) of 0/1 (nullptr: every position counts), with the step's scalars (a
+// training step's AdamW values and index; the loss count is filled in here). On the CPU they are
+// copied into the model's buffers; on the GPU written into the next pinned copy of the batch
+// block (with the token rows of the embedding's kernel 2) and uploaded in one asynchronous copy.
+inline void model_set_batch(Model& model, ModelInput input, const float* targets, int rows, const float* loss_mask,
+                            StepScalars scalars = {}) {
+    const Config& c = model.cfg;
+    const int R = rows * c.readout_rows();
+    if (rows < 1 || rows > model.B)
+        throw std::logic_error("model_set_batch: " + std::to_string(rows) + " rows, but the buffers hold 1 to " +
+                               std::to_string(model.B));
+    if (c.image_input() != (input.pixels != nullptr))
+        throw std::logic_error(std::string("model_set_batch: an ") + (c.image_input() ? "image" : "token") +
+                               " model was given " + (input.pixels ? "pixels" : "tokens"));
+    model.batch_rows = rows;
+    model.batch_targets = targets != nullptr;
+    model.loss_masked = targets && c.readout == READOUT_NEXT_TOKEN && loss_mask;
+    scalars.loss_count = (float)R;
+    if (model.loss_masked) {
+        scalars.loss_count = 0;
+        for (int r = 0; r < R; r++) scalars.loss_count += loss_mask[r];
+        if (scalars.loss_count == 0) fail("the loss mask counts no position");
+    }
+    const size_t input_bytes = c.image_input() ? (size_t)rows * c.image_size() * sizeof(float)
+                                               : (size_t)rows * c.T * sizeof(int);
+    const void* input_data = c.image_input() ? (const void*)input.pixels : (const void*)input.tokens;
+    if (model.dev == DEVICE_CPU) {
+        memcpy(c.image_input() ? (void*)model.pixels : (void*)model.tokens, input_data, input_bytes);
+        if (targets) memcpy(model.targets, targets, R * sizeof(float));
+        if (model.loss_masked) memcpy(model.loss_mask, loss_mask, R * sizeof(float));
+        *model.scalars = scalars;
+        return;
+    }
+    DeviceBatch& block = model.batch_block;
+    char* staging = device_batch_begin(block);
+    memcpy(staging + (c.image_input() ? block.pixels : block.tokens), input_data, input_bytes);
+    if (targets) memcpy(staging + block.targets, targets, R * sizeof(float));
+    if (model.loss_masked) memcpy(staging + block.loss_mask, loss_mask, R * sizeof(float));
+    memcpy(staging + block.scalars, &scalars, sizeof scalars);
+    if (!c.image_input() && model.kernels.fast_layers) {
+        token_rows_build(model.by_token, input.tokens, rows * c.T, c.V);
+        memcpy(staging + block.token_rows, model.by_token.host.data(), model.by_token.host.size() * sizeof(int));
+    }
+    device_batch_upload(block);
+}
+
+// The first residual stream a.encoded (B,T,C) from the batch on the device: token ids through
+// the (scalar) embedding, or an image through patchify, the patch embedding (a matmul) and
+// assemble (CLS, position embedding).
+inline void input_forward(Model& model, const Activations& a, int B) {
     const Config& c = model.cfg;
     const ParamTensors& p = model.params;
     const Device dev = model.dev;
     if (c.image_input()) {
-        buffer_copy(model.pixels, dev, input.pixels, DEVICE_CPU, (size_t)B * c.image_size());
         patchify_forward(dev, a.patches, model.pixels, B, c.channels, c.height, c.width, c.patch);
         matmul_forward(dev, model.kernels, a.embedded, a.patches, p.patchw, p.patchb, B * c.patches(), c.patch_size(),
                        c.C);
         assemble_forward(dev, a.encoded, a.embedded, p.cls, p.wpe, B, c.T, c.C);
         return;
     }
-    const size_t bytes = (size_t)B * c.T * sizeof(int);
-    if (dev == DEVICE_GPU) device_copy(model.tokens, input.tokens, bytes, cudaMemcpyHostToDevice);
-    else memcpy(model.tokens, input.tokens, bytes);
-    if (dev == DEVICE_GPU && model.kernels.fast_layers) token_rows_build(model.by_token, input.tokens, B * c.T, c.V);
     if (c.encoding == ENCODING_SCALAR)
         scalar_embedding_forward(dev, a.encoded, model.tokens, model.token_value, p.wte, p.wval, p.wpe, B, c.T, c.C);
     else embedding_forward(dev, a.encoded, model.tokens, p.wte, p.wpe, B, c.T, c.C);
@@ -426,40 +355,43 @@ inline void input_backward(Model& model, const Activations& a, const Activations
     }
 }
 
-// Forward pass on `rows` <= model.B examples, host memory: the input (tokens or pixels), targets
-// (rows·readout_rows), and for the next-token readout loss_mask (rows·T) of 0/1 (nullptr: every
-// position counts). Leaves the outputs in model_activations(model, rows).logits and returns
-// the mean loss over the counted rows. targets = nullptr: the outputs only, no loss (returns 0),
-// and model_backward refuses to run after it.
+// Forward pass on the batch model_set_batch gave (`rows` examples), on the device alone: the
+// host waits for nothing, so that a graph can capture it. Leaves the outputs in
+// model_activations(model, rows).logits and, with_loss, the mean loss over the counted rows in
+// model.mean_loss (model_read_loss). Without it, the outputs only, and model_backward refuses to
+// run after it.
 // readout_row_only (evaluation): a readout that reads one position (CLS, or the last one) needs, after
 // the last block's attention, that position alone: every layer after attention treats each row
 // on its own. So the last block's tail runs on one row per example, a T-th of the work, with the
 // same bits in the outputs, the loss and every layer's attention; the last block's other rows
 // are left unset, and model_backward refuses to run after it.
-inline float model_forward(Model& model, ModelInput input, const float* targets, int rows,
-                           const float* loss_mask = nullptr, bool readout_row_only = false) {
+// model_forward_state is the host's part (what model_backward checks), which runs every time;
+// model_forward_pass the device's, which a graph may replay.
+inline void model_forward_state(Model& model, int rows, bool with_loss, bool readout_row_only) {
+    const Config& c = model.cfg;
+    if (rows != model.batch_rows || (with_loss && !model.batch_targets))
+        throw std::logic_error("model_forward: " + std::to_string(rows) + " rows" + (with_loss ? " with a loss" : "") +
+                               ", but model_set_batch gave " + std::to_string(model.batch_rows) +
+                               (model.batch_targets ? " with targets" : " without targets"));
+    model.readout_row_only = readout_row_only && c.readout != READOUT_NEXT_TOKEN && c.pool == POOL_CLS;
+    model.loss_rows = with_loss ? rows : 0;
+}
+
+inline void model_forward_pass(Model& model, int rows, bool with_loss) {
     const Config& c = model.cfg;
     const Device dev = model.dev;
     const Kernels& k = model.kernels;
     const int B = rows, T = c.T, C = c.C, BT = B * T, R = B * c.readout_rows();
-    const int QKV = c.qkv_width(), AW = c.attention_width();
-    if (rows < 1 || rows > model.B)
-        throw std::logic_error("model_forward: " + std::to_string(rows) + " rows, but the buffers hold 1 to " +
-                               std::to_string(model.B));
-    model.loss_rows = 0;
-    model.readout_row_only = readout_row_only && c.readout != READOUT_NEXT_TOKEN && c.pool == POOL_CLS;
-    if (c.image_input() != (input.pixels != nullptr))
-        throw std::logic_error(std::string("model_forward: an ") + (c.image_input() ? "image" : "token") +
-                               " model was given " + (input.pixels ? "pixels" : "tokens"));
+    const int AW = c.attention_width();
     Activations a = model_activations(model, B);
     const ParamTensors& p = model.params;
-    input_forward(model, input, a, B);
+    input_forward(model, a, B);
     for (int l = 0; l < c.L; l++) {
         const BlockParams w = block_params(c, p, l);
         const BlockActivations x = block_activations(c, a, B, l);
         // ln1 = layernorm(x), qkv = ln1 Wqkv^T + bqkv, y = attention(qkv, mask_l)
         layernorm_forward(dev, k, x.ln1, x.ln1_mean, x.ln1_rstd, x.input, w.ln1w, w.ln1b, BT, C);
-        matmul_forward(dev, k, x.qkv, x.ln1, w.qkvw, w.qkvb, BT, C, QKV);
+        matmul_forward(dev, k, x.qkv, x.ln1, w.qkvw, w.qkvb, BT, C, c.qkv_width());
         attention_forward(dev, k, x.y, x.att, x.qkv, w.mask, model.mask_term, model_attention_shape(c, B, l));
         if (model.readout_row_only && l == c.L - 1) {  // the tail on the readout's row: its x_out is pooled
             const BlockActivations r = readout_row_block(a);
@@ -480,29 +412,48 @@ inline float model_forward(Model& model, ModelInput input, const float* targets,
     }
     layernorm_forward(dev, k, a.lnf, a.lnf_mean, a.lnf_rstd, readout_in, p.lnfw, p.lnfb, R, C);
     matmul_forward(dev, k, a.logits, a.lnf, p.readoutw, p.readoutb, R, C, c.OUT);
-    if (!targets) return 0;
+    if (!with_loss) return;
 
-    buffer_copy(model.targets, dev, targets, DEVICE_CPU, R);
-    model.loss_masked = c.readout == READOUT_NEXT_TOKEN && loss_mask;
     const float* row_weight = model.loss_masked ? model.loss_mask : nullptr;
-    model.loss_count = (float)R;
-    if (model.loss_masked) {
-        buffer_copy(model.loss_mask, dev, loss_mask, DEVICE_CPU, R);
-        model.loss_count = 0;
-        for (int r = 0; r < R; r++) model.loss_count += loss_mask[r];
-        if (model.loss_count == 0) fail("the loss mask counts no position");
-    }
     if (c.readout != READOUT_REGRESSION)
         crossentropy_forward(dev, k, a.losses, a.probs, a.logits, model.targets, row_weight, R, c.OUT,
                              model.label_smoothing);
     else if (c.loss == LOSS_LOGISTIC) logistic_forward(dev, a.losses, a.logits, model.targets, B);
     else mse_forward(dev, a.losses, a.logits, model.targets, B);
+    if (dev == DEVICE_GPU) {
+        loss_mean_gpu(model.mean_loss, a.losses, R, &model.scalars->loss_count);
+    } else {
+        double sum = 0;
+        for (int r = 0; r < R; r++) sum += a.losses[r];  // fixed order: reproducible
+        *model.mean_loss = (float)(sum / model.scalars->loss_count);
+    }
+}
 
-    buffer_copy(model.losses_host.data(), DEVICE_CPU, a.losses, dev, R);
-    double sum = 0;
-    for (int r = 0; r < R; r++) sum += model.losses_host[r];  // fixed order: reproducible
-    model.loss_rows = rows;
-    return (float)(sum / model.loss_count);
+// The mean loss of the last forward pass with a loss, read by the host (on the GPU a copy that
+// waits for the pass)
+inline float model_read_loss(const Model& model) {
+    float loss = *model.mean_loss;
+    if (model.dev == DEVICE_GPU) device_copy(&loss, model.mean_loss, sizeof loss, cudaMemcpyDeviceToHost);
+    return loss;
+}
+
+// Forward pass on `rows` <= model.B examples, host memory, as model_set_batch takes them; returns
+// the mean loss over the counted rows (targets = nullptr: the outputs only, and 0).
+inline float model_forward(Model& model, ModelInput input, const float* targets, int rows,
+                           const float* loss_mask = nullptr, bool readout_row_only = false) {
+    model_set_batch(model, input, targets, rows, loss_mask);
+    const bool with_loss = targets != nullptr;
+    model_forward_state(model, rows, with_loss, readout_row_only);
+    if (model.dev == DEVICE_GPU && model.kernels.graph) {
+        const std::string shape = "forward pass: " + std::to_string(rows) + " rows" + (with_loss ? ", loss" : "") +
+                                  (model.loss_masked ? " masked" : "") +
+                                  (model.readout_row_only ? ", readout row" : "") + ", smoothing " +
+                                  std::to_string(model.label_smoothing);
+        model.graphs.run(shape, [&] { model_forward_pass(model, rows, with_loss); });
+    } else {
+        model_forward_pass(model, rows, with_loss);
+    }
+    return with_loss ? model_read_loss(model) : 0.0f;
 }
 
 inline void model_zero_grad(Model& model) {
@@ -535,7 +486,7 @@ inline void model_backward(Model& model, int rows) {
     const bool next_token = c.readout == READOUT_NEXT_TOKEN;
     if (c.readout != READOUT_REGRESSION) {
         const float* row_weight = model.loss_masked ? model.loss_mask : nullptr;
-        crossentropy_backward(dev, d.logits, a.probs, model.targets, row_weight, model.loss_count, R, c.OUT,
+        crossentropy_backward(dev, d.logits, a.probs, model.targets, row_weight, &model.scalars->loss_count, R, c.OUT,
                               model.label_smoothing);
     } else if (c.loss == LOSS_LOGISTIC) logistic_backward(dev, d.logits, a.logits, model.targets, B);
     else mse_backward(dev, d.logits, a.logits, model.targets, B);
@@ -565,16 +516,40 @@ inline void model_backward(Model& model, int rows) {
         buffer_zero(dev, g.mask, (size_t)c.prior_layer_count() * c.mask_heads * T * T);
 }
 
-// Clips the gradient of every parameter at once to the global norm max_norm (layers/clip.cuh);
-// returns the norm before clipping.
-inline double model_clip_gradients(Model& model, float max_norm) {
-    return clip_grad_norm(model.dev, model.grads_mem, model.num_params, max_norm, model.norm_scratch);
+// After a training forward pass: its loss, whether it is the first that is not finite, and a
+// classifier's top-1 hits, into the step log (layers/device_step.cuh); on the device on the GPU.
+inline void model_log_step(Model& model) {
+    const Config& c = model.cfg;
+    const int rows = model.loss_rows, classes = c.readout == READOUT_CLASS ? c.OUT : 0;
+    const float* logits = model_activations(model, rows).logits;
+    if (model.dev == DEVICE_GPU)
+        return step_log_add_gpu(model.step_log, model.mean_loss, model.scalars, logits, model.targets, rows, classes);
+    step_log_add_cpu(*model.step_log, *model.mean_loss, model.scalars->step, logits, model.targets, rows, classes);
 }
 
-// One AdamW step over every parameter, one launch on the flat buffers: each tensor's range with
-// its weight decay (the mask has its own), a frozen mask in no range (untouched).
-inline void model_update(Model& model) {
-    model.adam_t++;
+// The step log since the last read, and cleared: on the GPU a copy that waits for the steps.
+inline StepLog model_read_step_log(Model& model) {
+    const StepLog cleared = step_log_cleared();
+    StepLog log;
+    if (model.dev == DEVICE_CPU) {
+        log = *model.step_log;
+        *model.step_log = cleared;
+        return log;
+    }
+    device_copy(&log, model.step_log, sizeof log, cudaMemcpyDeviceToHost);
+    device_copy(model.step_log, &cleared, sizeof cleared, cudaMemcpyHostToDevice);
+    return log;
+}
+
+// Clips the gradient of every parameter at once to the global norm max_norm (layers/clip.cuh);
+// the host waits for nothing (the norm stays in model.norm_scratch).
+inline void model_clip_gradients(Model& model, float max_norm) {
+    clip_gradients(model.dev, model.grads_mem, model.num_params, max_norm, model.norm_scratch);
+}
+
+// The ranges of the flat buffers AdamW updates: each tensor's with its weight decay (the mask has
+// its own), a frozen mask in none (untouched).
+inline AdamWGroups model_adamw_groups(const Model& model) {
     std::vector<const TensorInfo*> by_offset;
     for (const TensorInfo& info : model.layout)
         if (info.numel > 0) by_offset.push_back(&info);
@@ -588,6 +563,23 @@ inline void model_update(Model& model) {
         groups.add(offset(info), offset(info) + info->numel * info->slices,
                    mask ? model.mask_weight_decay : model.weight_decay);
     }
+    return groups;
+}
+
+// The AdamW step model.adam_t, at the learning rate model.adam.lr, over every parameter in one
+// launch. staged: on the GPU the step's scalars are those model_set_batch uploaded with the batch
+// (the training step's, run/step.cuh), which a graph replays; else they are uploaded here.
+inline void model_adamw(Model& model, bool staged) {
+    const AdamWGroups groups = model_adamw_groups(model);
+    if (model.dev == DEVICE_GPU && staged)
+        return adamw_update_groups_gpu(model.params_mem, model.m_mem, model.v_mem, model.grads_mem, groups, model.adam,
+                                       &model.scalars->adam);
     adamw_update_groups(model.dev, model.params_mem, model.m_mem, model.v_mem, model.grads_mem, groups, model.adam,
                         model.adam_t);
+}
+
+// One AdamW step (the next) over every parameter
+inline void model_update(Model& model) {
+    model.adam_t++;
+    model_adamw(model, false);
 }

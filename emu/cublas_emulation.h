@@ -10,11 +10,13 @@
 // strides. Bad sizes return CUBLAS_STATUS_INVALID_VALUE and an operand that is not device
 // memory, or reaches past its cudaMalloc block, CUBLAS_STATUS_EXECUTION_FAILED, each with one
 // line on stderr. Sums run over k in order, in float. The math mode (TF32) is recorded, not
-// emulated: the products are fp32.
+// emulated: the products are fp32. A call runs on the handle's stream (cublasSetStream): at
+// once, or recorded while that stream captures a graph (emu/streams.h).
 #pragma once
 #include <string>
 #include <vector>
 #include "emu/runtime.h"  // emu::is_device_memory, emu::hex, emu::say
+#include "emu/streams.h"  // emu::stream_work: a call runs on its handle's stream
 
 enum cublasStatus_t {
     CUBLAS_STATUS_SUCCESS = 0,
@@ -32,6 +34,9 @@ enum cublasMath_t {
 
 struct cublasContext {
     cublasMath_t math_mode = CUBLAS_DEFAULT_MATH;
+    cudaStream_t stream = nullptr;  // where its calls run (cublasSetStream; null: the legacy default stream)
+    void* workspace = nullptr;      // cublasSetWorkspace's (the emulation needs none: recorded, not used)
+    size_t workspace_bytes = 0;
 };
 typedef cublasContext* cublasHandle_t;
 
@@ -48,6 +53,20 @@ inline cublasStatus_t cublasDestroy(cublasHandle_t handle) {
 inline cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
     if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
     handle->math_mode = mode;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+inline cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
+    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+    handle->stream = stream;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+inline cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void* workspace, size_t bytes) {
+    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (bytes > 0 && !emu::is_device_memory(workspace, bytes)) return CUBLAS_STATUS_INVALID_VALUE;
+    handle->workspace = workspace;
+    handle->workspace_bytes = bytes;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -95,23 +114,28 @@ inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOpe
             return cublas_failure(CUBLAS_STATUS_EXECUTION_FAILED,
                                   std::string(o.name) + " at " + emu::hex(o.p) + " is not device memory, or its " +
                                       std::to_string(o.floats) + " floats pass the end of its cudaMalloc block");
-    std::vector<float> column(m);  // one column of op(A) op(B), summed over k in order
-    for (int batch = 0; batch < batchCount; batch++) {
-        const float* a = A + batch * strideA;
-        const float* b = B + batch * strideB;
-        float* c = C + batch * strideC;
-        for (int j = 0; j < n; j++) {
-            std::fill(column.begin(), column.end(), 0.0f);
-            for (int p = 0; p < k; p++) {
-                const float b_pj = emu::op_element(b, ldb, transb, p, j);
-                for (int i = 0; i < m; i++) column[i] += emu::op_element(a, lda, transa, i, p) * b_pj;
-            }
-            for (int i = 0; i < m; i++) {
-                float& out = c[i + (long long)j * ldc];
-                out = *alpha * column[i] + (*beta == 0.0f ? 0.0f : *beta * out);
+    // the product itself is work on the handle's stream: run now, or recorded by a capture, with
+    // the scalars read now (host pointers, read at the call, as cuBLAS does)
+    const float alpha_value = *alpha, beta_value = *beta;
+    emu::stream_work(handle->stream, [=] {
+        std::vector<float> column(m);  // one column of op(A) op(B), summed over k in order
+        for (int batch = 0; batch < batchCount; batch++) {
+            const float* a = A + batch * strideA;
+            const float* b = B + batch * strideB;
+            float* c = C + batch * strideC;
+            for (int j = 0; j < n; j++) {
+                std::fill(column.begin(), column.end(), 0.0f);
+                for (int p = 0; p < k; p++) {
+                    const float b_pj = emu::op_element(b, ldb, transb, p, j);
+                    for (int i = 0; i < m; i++) column[i] += emu::op_element(a, lda, transa, i, p) * b_pj;
+                }
+                for (int i = 0; i < m; i++) {
+                    float& out = c[i + (long long)j * ldc];
+                    out = alpha_value * column[i] + (beta_value == 0.0f ? 0.0f : beta_value * out);
+                }
             }
         }
-    }
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
 

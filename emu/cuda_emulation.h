@@ -35,4 +35,5 @@
 // real GPU stays the final word.
 #pragma once
 #include "emu/runtime.h"  // the keywords, types, built-in variables, device memory and the runtime calls
+#include "emu/streams.h"  // streams, stream capture and graphs
 #include "emu/threads.h"  // blocks of fibers: the launch, __syncthreads, the warp functions

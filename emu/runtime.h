@@ -34,8 +34,11 @@ enum cudaError_t {
     cudaErrorInvalidMemcpyDirection = 21,
     cudaErrorNoDevice = 100,
     cudaErrorInvalidDevice = 101,
+    cudaErrorIllegalState = 401,
     cudaErrorIllegalAddress = 700,
     cudaErrorLaunchFailure = 719,
+    cudaErrorStreamCaptureUnsupported = 900,
+    cudaErrorStreamCaptureInvalidated = 901,
 };
 
 enum cudaMemcpyKind {
@@ -55,6 +58,9 @@ struct cudaDeviceProp {
 struct uint3 {
     unsigned int x, y, z;
 };
+
+struct CUstream_st;  // emu/streams.h
+typedef CUstream_st* cudaStream_t;
 
 struct dim3 {
     unsigned int x, y, z;
@@ -163,6 +169,61 @@ inline bool guards_intact(const std::string& after) {
     return intact;
 }
 
+// ----------------------------------------------------------------------------
+// stream capture's state (emu/streams.h has the calls): the stream now capturing, if any, and
+// whether a call made during the capture was one that CUDA refuses there
+
+inline cudaStream_t& capturing_stream() {
+    static cudaStream_t stream = nullptr;
+    return stream;
+}
+
+inline bool& capture_invalidated() {
+    static bool invalidated = false;
+    return invalidated;
+}
+
+// A call CUDA refuses while a stream captures (global mode): one line, and the capture is
+// invalidated. Returns whether the call may go on (no capture).
+inline bool allowed_outside_capture(const char* call) {
+    if (!capturing_stream()) return true;
+    capture_invalidated() = true;
+    report(cudaErrorStreamCaptureUnsupported,
+           std::string(call) + " while a stream captures a graph: not allowed (the capture is invalidated)");
+    return false;
+}
+
+// The checks of a copy: the pointers must be where its direction says (device memory is what
+// cudaMalloc gave, a whole range inside one block; host memory is anything else). cudaSuccess
+// or the error, reported.
+inline cudaError_t memcpy_checked(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+    if (bytes == 0) return cudaSuccess;
+    const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+    const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+    const char* names[] = {"HostToHost", "HostToDevice", "DeviceToHost", "DeviceToDevice", "Default"};
+    if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault)
+        return report(cudaErrorInvalidMemcpyDirection, "cudaMemcpy: unknown direction");
+    auto check = [&](const void* p, bool device, const char* which) {
+        if (kind == cudaMemcpyDefault) return true;
+        if (device ? is_device_memory(p, bytes) : !is_device_memory(p)) return true;
+        report(cudaErrorInvalidValue,
+               std::string("cudaMemcpy(") + names[kind] + ", " + std::to_string(bytes) + " bytes): the " + which + " " +
+                   hex(p) +
+                   (device ? " is not device memory, or the range passes the end of its cudaMalloc block"
+                           : " is device memory"));
+        return false;
+    };
+    if (!check(dst, dst_device, "destination") || !check(src, src_device, "source")) return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
+// The check of a memset: a whole range inside one cudaMalloc block.
+inline cudaError_t memset_checked(void* ptr, size_t bytes) {
+    if (bytes == 0 || is_device_memory(ptr, bytes)) return cudaSuccess;
+    return report(cudaErrorInvalidValue, "cudaMemset(" + hex(ptr) + ", " + std::to_string(bytes) +
+                                             " bytes): not device memory, or past the end of its block");
+}
+
 }  // namespace emu
 
 // ----------------------------------------------------------------------------
@@ -186,13 +247,17 @@ inline const char* cudaGetErrorString(cudaError_t error) {
         case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
         case cudaErrorNoDevice: return "no CUDA-capable device is detected";
         case cudaErrorInvalidDevice: return "invalid device ordinal";
+        case cudaErrorIllegalState: return "the operation is not permitted in the current state";
         case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
         case cudaErrorLaunchFailure: return "unspecified launch failure";
+        case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+        case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
     }
     return "unknown error";
 }
 
 inline cudaError_t cudaMalloc(void** ptr, size_t bytes) {
+    if (!emu::allowed_outside_capture("cudaMalloc")) return cudaErrorStreamCaptureUnsupported;
     unsigned char* raw = (unsigned char*)malloc(bytes + 2 * emu::GUARD_BYTES);
     if (!raw) return emu::report(cudaErrorMemoryAllocation, "cudaMalloc of " + std::to_string(bytes) + " bytes");
     *ptr = raw + emu::GUARD_BYTES;
@@ -209,6 +274,7 @@ inline cudaError_t cudaMalloc(T** ptr, size_t bytes) {
 
 inline cudaError_t cudaFree(void* ptr) {
     if (!ptr) return cudaSuccess;
+    if (!emu::allowed_outside_capture("cudaFree")) return cudaErrorStreamCaptureUnsupported;
     auto it = emu::allocations().find((uintptr_t)ptr);
     if (it == emu::allocations().end())
         return emu::report(cudaErrorInvalidDevicePointer,
@@ -218,40 +284,25 @@ inline cudaError_t cudaFree(void* ptr) {
     return cudaSuccess;
 }
 
-// The copy's pointers must be where its direction says: device memory is what cudaMalloc gave,
-// a whole range inside one block; host memory is anything else.
+// A synchronous copy: checked (emu::memcpy_checked), then done; refused during a capture.
 inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
-    if (bytes == 0) return cudaSuccess;
-    const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
-    const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-    const char* names[] = {"HostToHost", "HostToDevice", "DeviceToHost", "DeviceToDevice", "Default"};
-    auto check = [&](const void* p, bool device, const char* which) {
-        if (kind == cudaMemcpyDefault) return true;
-        if (device ? emu::is_device_memory(p, bytes) : !emu::is_device_memory(p)) return true;
-        emu::report(cudaErrorInvalidValue,
-                    std::string("cudaMemcpy(") + names[kind] + ", " + std::to_string(bytes) + " bytes): the " + which +
-                        " " + emu::hex(p) +
-                        (device ? " is not device memory, or the range passes the end of its cudaMalloc block"
-                                : " is device memory"));
-        return false;
-    };
-    if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault)
-        return emu::report(cudaErrorInvalidMemcpyDirection, "cudaMemcpy: unknown direction");
-    if (!check(dst, dst_device, "destination") || !check(src, src_device, "source")) return cudaErrorInvalidValue;
-    memmove(dst, src, bytes);
-    return cudaSuccess;
+    if (!emu::allowed_outside_capture("cudaMemcpy")) return cudaErrorStreamCaptureUnsupported;
+    const cudaError_t checked = emu::memcpy_checked(dst, src, bytes, kind);
+    if (checked == cudaSuccess && bytes > 0) memmove(dst, src, bytes);
+    return checked;
 }
 
 inline cudaError_t cudaMemset(void* ptr, int value, size_t bytes) {
-    if (bytes == 0) return cudaSuccess;
-    if (!emu::is_device_memory(ptr, bytes))
-        return emu::report(cudaErrorInvalidValue, "cudaMemset(" + emu::hex(ptr) + ", " + std::to_string(bytes) +
-                                                      " bytes): not device memory, or past the end of its block");
-    memset(ptr, value, bytes);
-    return cudaSuccess;
+    if (!emu::allowed_outside_capture("cudaMemset")) return cudaErrorStreamCaptureUnsupported;
+    const cudaError_t checked = emu::memset_checked(ptr, bytes);
+    if (checked == cudaSuccess && bytes > 0) memset(ptr, value, bytes);
+    return checked;
 }
 
-inline cudaError_t cudaDeviceSynchronize() { return emu::pending_error(); }
+inline cudaError_t cudaDeviceSynchronize() {
+    if (!emu::allowed_outside_capture("cudaDeviceSynchronize")) return cudaErrorStreamCaptureUnsupported;
+    return emu::pending_error();
+}
 
 inline cudaError_t cudaGetDeviceCount(int* count) {
     *count = 1;
@@ -281,7 +332,6 @@ struct CUevent_st {
     double seconds = 0;
 };
 typedef CUevent_st* cudaEvent_t;
-typedef struct CUstream_st* cudaStream_t;
 
 inline cudaError_t cudaEventCreate(cudaEvent_t* event) {
     *event = new CUevent_st();

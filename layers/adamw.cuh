@@ -60,18 +60,44 @@ struct AdamWGroups {
 // the bias corrections 1 - b^t, computed on the host in float on both devices
 inline float adamw_correction(float beta, int t) { return 1.0f - std::pow(beta, (float)t); }
 
-// one thread per element of the span; it finds its range (a few, the same for nearby threads)
-__global__ void adamw_kernel1(float* __restrict__ params, float* __restrict__ m, float* __restrict__ v,
-                              const float* __restrict__ grads, AdamWGroups groups, AdamWSettings s, float c1,
-                              float c2) {
-    // params, m, v, grads: the flat buffers, groups.span() elements
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (int g = 0; g < groups.count; g++)
-        if (i >= groups.group[g].begin && i < groups.group[g].end)
-            return adamw_element(params[i], m[i], v[i], grads[i], s, groups.group[g].weight_decay, c1, c2);
+// What changes from one step to the next, as the GPU kernel reads it: from device memory, so
+// that a captured graph replays the launch with each step's values (a value passed as a kernel
+// argument would be the capture's forever).
+struct AdamWStep {
+    float lr;      // this step's learning rate
+    float c1, c2;  // the bias corrections 1 - b1^t, 1 - b2^t
+};
+
+// the step's scalars for settings s at the 1-based step t, at learning rate s.lr
+inline AdamWStep adamw_step(const AdamWSettings& s, int t) {
+    return {s.lr, adamw_correction(s.beta1, t), adamw_correction(s.beta2, t)};
 }
 
-// One step on every range of groups: the CPU range by range, the GPU in one launch.
+// one thread per element of the span; it finds its range (a few, the same for nearby threads)
+__global__ void adamw_kernel1(float* __restrict__ params, float* __restrict__ m, float* __restrict__ v,
+                              const float* __restrict__ grads, AdamWGroups groups, AdamWSettings s,
+                              const AdamWStep* __restrict__ step) {
+    // params, m, v, grads: the flat buffers, groups.span() elements; step: one, on the device
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    s.lr = step->lr;
+    for (int g = 0; g < groups.count; g++)
+        if (i >= groups.group[g].begin && i < groups.group[g].end)
+            return adamw_element(params[i], m[i], v[i], grads[i], s, groups.group[g].weight_decay, step->c1, step->c2);
+}
+
+// One step on every range of groups on the GPU, in one launch, the step's scalars read from
+// the device (the training step: run/step.cuh uploads them with the batch).
+inline void adamw_update_groups_gpu(float* params, float* m, float* v, const float* grads, const AdamWGroups& groups,
+                                    AdamWSettings s, const AdamWStep* step) {
+    const size_t n = groups.span();
+    if (n == 0) return;
+    const LaunchCost cost{4.0 * 7 * n, 16.0 * n, 1};  // reads p, m, v, g; writes p, m, v
+    launch_kernel<adamw_kernel1>(cost, ceil_div(n, BLOCK), BLOCK, 0, params, m, v, grads, groups, s, step);
+}
+
+// One step on every range of groups at the 1-based step t, learning rate s.lr: the CPU range by
+// range; the GPU after a blocking upload of the step's scalars (outside the training step: the
+// QK init's fit, the tests).
 inline void adamw_update_groups(Device dev, float* params, float* m, float* v, const float* grads,
                                 const AdamWGroups& groups, AdamWSettings s, int t) {
     if (dev == DEVICE_CPU) {
@@ -82,11 +108,11 @@ inline void adamw_update_groups(Device dev, float* params, float* m, float* v, c
         }
         return;
     }
-    const size_t n = groups.span();
-    if (n == 0) return;
-    const LaunchCost cost{4.0 * 7 * n, 16.0 * n, 1};  // reads p, m, v, g; writes p, m, v
-    launch_kernel<adamw_kernel1>(cost, ceil_div(n, BLOCK), BLOCK, 0, params, m, v, grads, groups, s,
-                                 adamw_correction(s.beta1, t), adamw_correction(s.beta2, t));
+    static AdamWStep* on_device = nullptr;  // one for the process, allocated on first use
+    if (!on_device) cudaCheck(cudaMalloc(&on_device, sizeof(AdamWStep)));
+    const AdamWStep step = adamw_step(s, t);
+    device_copy(on_device, &step, sizeof step, cudaMemcpyHostToDevice);
+    adamw_update_groups_gpu(params, m, v, grads, groups, s, on_device);
 }
 
 // One step on n parameters with weight decay wd

@@ -19,7 +19,9 @@
 // would make the order, and so the rounding, depend on which thread came first). The bits differ
 // from kernel 1's single left-to-right chain within rounding.
 #pragma once
-#include "layers/common.cuh"  // cudaCheck, ceil_div, BLOCK, WARP, warp_sum, launch_kernel
+#include <stdexcept>
+#include <string>
+#include "layers/common.cuh"  // cudaCheck, gpu_stream, ceil_div, BLOCK, WARP, warp_sum, launch_kernel
 
 constexpr int COLUMN_GROUP_ROWS = 32;
 constexpr int COLUMN_WARPS_PER_BLOCK = BLOCK / WARP;  // stage 2: a warp per column, 8 columns a block
@@ -32,18 +34,28 @@ __device__ inline int group_end(int g, int N) {
 }
 
 // Device memory for the partial sums between the two stages, at least n floats: one buffer for
-// the process, grown when a call needs more (the launches of one stream run in order, so the
-// layers can take turns with it; cudaFree waits for the kernels that used the old one).
-inline float* column_scratch(size_t n) {
+// the process (the launches of one stream run in order, so the layers take turns with it). A
+// model reserves what its layers need when it is built (column_scratch_reserve), so a training
+// step never allocates: a graph capture could not hold a cudaMalloc. A layer called without a
+// model (a test) grows it on first use; cudaFree waits for the kernels that used the old one.
+inline float* column_scratch(size_t n, bool reserve = false) {
     static float* buffer = nullptr;
     static size_t floats = 0;
     if (n > floats) {
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        cudaCheck(cudaStreamIsCapturing(gpu_stream(), &capture));
+        if (capture != cudaStreamCaptureStatusNone)
+            throw std::logic_error("column_scratch: " + std::to_string(n) + " floats asked during a graph capture, " +
+                                   std::to_string(floats) + " reserved");
         if (buffer) cudaCheck(cudaFree(buffer));
         cudaCheck(cudaMalloc(&buffer, n * sizeof(float)));
         floats = n;
     }
-    return buffer;
+    return reserve ? nullptr : buffer;
 }
+
+// at least n floats of column scratch, allocated now (model_build)
+inline void column_scratch_reserve(size_t n) { column_scratch(n, true); }
 
 // stage 1 of a plain column sum: thread (group g, column o) sums the group's rows of x
 __global__ void column_partials_kernel2(float* __restrict__ partials, const float* __restrict__ x, int N,

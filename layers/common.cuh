@@ -4,11 +4,12 @@
 //   - devices: Device (where a buffer lives and a layer runs: CPU loops or CUDA kernels), the
 //     GPU count, the architecture check, what the device is (the GPU's name, or the CPU's model,
 //     vector width and threads)
-//   - how the GPU computes: the cuBLAS handle and Kernels (versions, TF32)
+//   - how the GPU computes: the stream, the cuBLAS handle and Kernels (versions, TF32, the graph)
 //   - the CPU's paths: CPU_REFERENCE (the plain loops or the fast ones) and worth_threads
-//   - buffers that allocate, clear and copy on either device (device_copy: each copy --profile counts)
-//   - launching kernels (launch_kernel, ceil_div, BLOCK), and warps (warp_max, warp_sum, UNROLL,
-//     DYNAMIC_SHARED)
+//   - buffers that allocate, clear and copy on either device (device_copy, device_copy_async: each
+//     copy --profile counts)
+//   - launching kernels (launch_kernel, ceil_div, BLOCK), warps (warp_max, warp_sum), a block's
+//     fixed-order sums (block_tree_sum, block_strided_sum), UNROLL, DYNAMIC_SHARED
 //   - Rng: a seeded xorshift64* generator (uniform and normal), so a seed fixes everything
 //   - wall-clock timing
 #pragma once
@@ -25,9 +26,11 @@
 #ifdef MASKPRIOR_CUDA_EMULATION  // the host compiler, without a GPU: emu/ runs the kernels on the CPU
 #include "emu/cuda_emulation.h"
 #include "emu/cublas_emulation.h"
+#include "emu/cublaslt_emulation.h"
 constexpr bool GPU_EMULATED = true;
 #else
 #include <cublas_v2.h>
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 constexpr bool GPU_EMULATED = false;
 #endif
@@ -139,26 +142,58 @@ inline std::string device_name(Device dev) {
 // ----------------------------------------------------------------------------
 // how the GPU computes
 
-// The one cuBLAS handle of the process, created on first use (GPU runs only), set to the math of
-// the call about to use it: plain fp32 sgemm, or TF32 tensor cores where the caller's Kernels say
-// tf32 (--tf32).
+// The one stream of the process (GPU runs only), created on first use: every launch, copy,
+// memset and cuBLAS call goes on it, in order, so that the host never waits for the GPU except
+// where it reads a result, and a whole training step can be captured as one CUDA graph
+// (run/graph.cuh). A plain cudaStreamCreate stream, so a synchronous call on the legacy
+// default stream still waits for it.
+inline cudaStream_t gpu_stream() {
+    static cudaStream_t stream = nullptr;
+    if (!stream) cudaCheck(cudaStreamCreate(&stream));
+    return stream;
+}
+
+// cuBLAS's workspace, given to it once: a handle without one allocates its own on first use,
+// which a graph capture cannot hold. 32 MiB, what NVIDIA recommends for Hopper.
+constexpr size_t CUBLAS_WORKSPACE_BYTES = size_t(32) << 20;
+
+// The one cuBLAS handle of the process, created on first use (GPU runs only) with the stream and
+// the workspace above, set to the math of the call about to use it: plain fp32 sgemm, or TF32
+// tensor cores where the caller's Kernels say tf32 (--tf32).
 inline cublasHandle_t cublas_handle(bool tf32) {
     static cublasHandle_t handle = nullptr;
-    if (!handle) cublasCheck(cublasCreate(&handle));
+    if (!handle) {
+        void* workspace = nullptr;
+        cudaCheck(cudaMalloc(&workspace, CUBLAS_WORKSPACE_BYTES));
+        cublasCheck(cublasCreate(&handle));
+        cublasCheck(cublasSetStream(handle, gpu_stream()));
+        cublasCheck(cublasSetWorkspace(handle, workspace, CUBLAS_WORKSPACE_BYTES));
+    }
     cublasCheck(cublasSetMathMode(handle, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     return handle;
 }
 
-// How the GPU computes: which kernel versions run and whether the matmuls may use TF32. Chosen
-// once at setup (--attention-kernel, --fast-kernels, --tf32; run/setup.cuh), held by the model, and
+// Creates the stream and the cuBLAS handle with its workspace now, at set-up: a graph capture
+// cannot hold their allocations (the first use of each would otherwise make them).
+inline void gpu_setup() {
+    gpu_stream();
+    cublas_handle(false);
+}
+
+// How the GPU computes: which kernel versions run, whether the matmuls may use TF32, and whether
+// the training step is launched as one CUDA graph. Chosen once at setup (--attention-kernel,
+// --matmul-kernel, --fast-kernels, --tf32, --cuda-graph; run/setup.cuh), held by the model, and
 // passed to every layer whose GPU path depends on it. The CPU computes the same whatever it holds.
-// The defaults are the versions that have run on a GPU, in fp32.
+// The defaults are the versions that have run on a GPU, in fp32, launched call by call.
 struct Kernels {
     int attention = 1;         // the attention kernels' version (attention/versions.cuh lists them)
+    int matmul = 1;            // the matmuls' version: 1 cuBLAS and separate bias and GELU kernels,
+                               // 2 cuBLASLt with the bias, GELU and bias gradient fused in (layers/matmul.cuh)
     bool fast_layers = false;  // the other layers' second versions: a warp per LayerNorm and
                                // cross-entropy row, the fusions of layers/fused.cuh, the column sums of
                                // layers/column_sums.cuh for the bias and LayerNorm parameter gradients
     bool tf32 = false;         // cuBLAS may round the matmuls' inputs to TF32 (tensor cores)
+    bool graph = false;        // the training step captured once as a CUDA graph and replayed (run/graph.cuh)
 };
 
 // ----------------------------------------------------------------------------
@@ -206,19 +241,30 @@ inline void buffer_free(Device dev, float* p) {
     else free(p);
 }
 
-// --profile records a GPU memset as a call: its bytes are written, one a thread
+// Zeroes count floats. On the GPU a memset on the stream (--profile records it as a call: its
+// bytes written, one a thread), which a graph can capture.
 inline void buffer_zero(Device dev, float* p, size_t count) {
     if (dev == DEVICE_CPU) return (void)memset(p, 0, count * sizeof(float));
     const bool recording = profiler().recording;
     if (recording) profiler().begin("cudaMemset", 0, 0, 0, {4.0 * count, 0, 1}, !GPU_EMULATED);
-    cudaCheck(cudaMemset(p, 0, count * sizeof(float)));
+    cudaCheck(cudaMemsetAsync(p, 0, count * sizeof(float), gpu_stream()));
     if (recording) profiler().end();
 }
 
-// cudaMemcpy of `bytes`; --profile counts the copies between host and device
+// cudaMemcpy of `bytes`: the host waits for the stream's work and the copy (--profile counts the
+// copies between host and device, and a copy to the host as a synchronisation too). For what
+// the host reads or writes outside the training step: results, checkpoints, set-up.
 inline void device_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
     if (kind != cudaMemcpyDeviceToDevice) profile_copy(kind == cudaMemcpyHostToDevice, bytes);
     cudaCheck(cudaMemcpy(dst, src, bytes, kind));
+}
+
+// The same copy on the stream, in order with the launches, without the host waiting: for a
+// batch's upload from pinned memory (a pageable source makes the copy synchronous again), and
+// for copies a graph captures.
+inline void device_copy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+    if (kind != cudaMemcpyDeviceToDevice) profile_copy(kind == cudaMemcpyHostToDevice, bytes, true);
+    cudaCheck(cudaMemcpyAsync(dst, src, bytes, kind, gpu_stream()));
 }
 
 // Copies count floats between two buffers, each on its own device.
@@ -236,18 +282,19 @@ inline unsigned int ceil_div(size_t n, int block) { return (unsigned int)((n + b
 constexpr int BLOCK = 256;  // threads per block for the simple one-thread-per-element kernels
 
 // Every kernel is launched here: launch_kernel<kernel>(grid, block, shared_bytes, args...) is
-// kernel<<<grid, block, shared_bytes>>>(args...) and the check of its launch. Under the CPU
-// emulation (emu/) the same call checks the launch configuration and every pointer argument,
-// then runs the kernel's threads on the CPU. A launcher that knows what its launch costs says so
-// first, launch_kernel<kernel>(cost, grid, ...), for --profile (layers/profile.h).
+// kernel<<<grid, block, shared_bytes, gpu_stream()>>>(args...) and the check of its launch. Under
+// the CPU emulation (emu/) the same call checks the launch configuration and every pointer
+// argument, then runs the kernel's threads on the CPU (or, while the stream captures a graph,
+// records the launch for the graph's replays). A launcher that knows what its launch costs says
+// so first, launch_kernel<kernel>(cost, grid, ...), for --profile (layers/profile.h).
 template <auto kernel, typename... Args>
 inline void launch_kernel(LaunchCost cost, dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
     const bool recording = profiler().recording;  // timed with events on a GPU, not on the emulation
     if (recording) profiler().begin(profiled_kernel_name<kernel>(), grid, block, shared_bytes, cost, !GPU_EMULATED);
 #ifdef MASKPRIOR_CUDA_EMULATION
-    emu::launch<kernel>(grid, block, shared_bytes, args...);
+    emu::stream_work(gpu_stream(), [=] { emu::launch<kernel>(grid, block, shared_bytes, args...); });
 #else
-    kernel<<<grid, block, shared_bytes>>>(args...);
+    kernel<<<grid, block, shared_bytes, gpu_stream()>>>(args...);
 #endif
     if (recording) profiler().end();
     cudaCheck(cudaGetLastError());
@@ -273,6 +320,32 @@ __device__ inline float warp_max(float x) {
 __device__ inline float warp_sum(float x) {
     for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xFFFFFFFFu, x, offset);
     return x;
+}
+
+// The sum of a block's values, a fixed tree in shared memory: thread t has written its value to
+// sums[t] (THREADS of them, THREADS a power of two and the block's size); at each level thread
+// t < half adds sums[t + half], halving until sums[0] holds the total, in the same order at every
+// run. Every thread of the block calls it; each gets the total.
+template <int THREADS, typename T>
+__device__ inline T block_tree_sum(T* sums, int t) {
+    static_assert((THREADS & (THREADS - 1)) == 0, "the tree halves the block: a power of two");
+    __syncthreads();
+    for (int half = THREADS / 2; half > 0; half /= 2) {
+        if (t < half) sums[t] += sums[t + half];
+        __syncthreads();
+    }
+    return sums[0];
+}
+
+// The sum of x[0..n) by one block of THREADS threads, in double, in a fixed order: thread t adds
+// x[t], x[t + THREADS], ... in order into sums[t] (THREADS of them, in shared memory), then
+// block_tree_sum. Every thread of the block calls it; each gets the total.
+template <int THREADS, typename T>
+__device__ inline double block_strided_sum(const T* x, size_t n, double* sums, int t) {
+    double sum = 0;
+    for (size_t i = t; i < n; i += THREADS) sum += x[i];
+    sums[t] = sum;
+    return block_tree_sum<THREADS>(sums, t);
 }
 
 // UNROLL before a loop: nvcc unrolls it (#pragma unroll). A per-thread array stays in registers

@@ -162,26 +162,42 @@ inline void scalar_embedding_forward(Device dev, float* out, const int* tokens, 
 // The scalar embedding's dwval[c] is then sum_v value[v]·S_v[c], S_v the token's row sum, over
 // the valued tokens in list order: a warp per channel walks the batch's distinct tokens.
 
-// The rows (b·T + t) of a batch grouped by token, built on the host for each batch:
+// The rows (b·T + t) of a batch grouped by token, built on the host for each batch, in one int
+// array of a fixed layout (so that a kernel's pointers into it are the same for every batch,
+// and a captured graph can replay them), held on the host and on the device:
+//   counts (2): the batch's chunks and distinct tokens, which the kernels read;
 //   rows (BT): the row indices, token by token (tokens in increasing id), each token's in order;
-//   chunk_start (chunks + 1): chunk k is rows[chunk_start[k] ... chunk_start[k + 1]);
-//   tokens (U): the distinct tokens; token_chunk (U + 1): token u's chunks are token_chunk[u] ...
-// held in one int array, host and device, in that order.
+//   chunk_start (max_chunks + 1): chunk k is rows[chunk_start[k] ... chunk_start[k + 1]);
+//   tokens (max_distinct): the distinct tokens; token_chunk (max_distinct + 1): token u's chunks are
+//   token_chunk[u] ... token_chunk[u + 1].
+// A token of n rows has ceil(n / COLUMN_GROUP_ROWS) chunks, so a batch has at most
+// min(V, BT) + BT / COLUMN_GROUP_ROWS of them (rounded up): the launches cover that many.
 struct TokenRows {
-    std::vector<int> host;
-    int BT = 0, chunks = 0, distinct = 0;
-    int* device = nullptr;  // token_rows_capacity(BT) ints, allocated by the model
-    const int* rows() const { return device; }
-    const int* chunk_start() const { return device + BT; }
-    const int* tokens() const { return device + BT + chunks + 1; }
-    const int* token_chunk() const { return device + BT + chunks + 1 + distinct; }
+    int BT = 0, V = 0;
+    int chunks = 0, distinct = 0;  // the last batch's, on the host too (for --profile's costs)
+    std::vector<int> host;         // token_rows_capacity(BT, V) ints
+    int* device = nullptr;         // as many, allocated by the model
+    int max_distinct() const { return std::min(V, BT); }
+    int max_chunks() const { return std::min(BT, max_distinct() + (BT + COLUMN_GROUP_ROWS - 1) / COLUMN_GROUP_ROWS); }
+    size_t chunk_start_at() const { return 2 + (size_t)BT; }
+    size_t tokens_at() const { return chunk_start_at() + max_chunks() + 1; }
+    size_t token_chunk_at() const { return tokens_at() + max_distinct(); }
+    const int* counts() const { return device; }
+    const int* rows() const { return device + 2; }
+    const int* chunk_start() const { return device + chunk_start_at(); }
+    const int* tokens() const { return device + tokens_at(); }
+    const int* token_chunk() const { return device + token_chunk_at(); }
 };
 
-// every chunk holds at least one row and every token one chunk: at most BT of each
-inline size_t token_rows_capacity(int BT) { return 4 * (size_t)BT + 2; }
+// the ints of a TokenRows array for BT rows of tokens below V
+inline size_t token_rows_capacity(int BT, int V) {
+    TokenRows shape;
+    shape.BT = BT, shape.V = V;
+    return shape.token_chunk_at() + shape.max_distinct() + 1;
+}
 
-// Lists the rows of tokens (BT, ids below V) by token (a counting sort) and uploads the lists to
-// r.device.
+// Lists the rows of tokens (BT, ids below V) by token (a counting sort) into r.host; the caller
+// uploads r.host to r.device (the model with its batch, in one copy).
 inline void token_rows_build(TokenRows& r, const int* tokens, int BT, int V) {
     std::vector<int> count(V + 1, 0);  // count[v + 1]: the rows of token v; then their start
     for (int i = 0; i < BT; i++) {
@@ -189,32 +205,35 @@ inline void token_rows_build(TokenRows& r, const int* tokens, int BT, int V) {
             throw std::logic_error("token_rows_build: token " + std::to_string(tokens[i]) + " is not below V");
         count[tokens[i] + 1]++;
     }
-    std::vector<int> rows(BT), chunk_start, distinct, token_chunk;
+    r.BT = BT, r.V = V;
+    r.host.assign(token_rows_capacity(BT, V), 0);
+    int* chunk_start = &r.host[r.chunk_start_at()];
+    int* distinct = &r.host[r.tokens_at()];
+    int* token_chunk = &r.host[r.token_chunk_at()];
+    int chunks = 0, tokens_seen = 0;
     for (int v = 0; v < V; v++) {
         const int n = count[v + 1];
         count[v + 1] += count[v];
         if (n == 0) continue;
-        distinct.push_back(v);
-        token_chunk.push_back((int)chunk_start.size());
-        for (int first = count[v]; first < count[v] + n; first += COLUMN_GROUP_ROWS) chunk_start.push_back(first);
+        distinct[tokens_seen] = v;
+        token_chunk[tokens_seen++] = chunks;
+        for (int first = count[v]; first < count[v] + n; first += COLUMN_GROUP_ROWS) chunk_start[chunks++] = first;
     }
-    chunk_start.push_back(BT);
-    token_chunk.push_back((int)chunk_start.size() - 1);
+    chunk_start[chunks] = BT;
+    token_chunk[tokens_seen] = chunks;
+    int* rows = &r.host[2];
     for (int i = 0; i < BT; i++) rows[count[tokens[i]]++] = i;  // row order within each token
-    r.BT = BT, r.chunks = (int)chunk_start.size() - 1, r.distinct = (int)distinct.size();
-    r.host = rows;
-    for (const std::vector<int>* part : {&chunk_start, &distinct, &token_chunk})
-        r.host.insert(r.host.end(), part->begin(), part->end());
-    device_copy(r.device, r.host.data(), r.host.size() * sizeof(int), cudaMemcpyHostToDevice);
+    r.chunks = r.host[0] = chunks;
+    r.distinct = r.host[1] = tokens_seen;
 }
 
 // stage 1: thread (chunk k, channel c) sums dout over the chunk's rows
 __global__ void token_partials_kernel2(float* __restrict__ partials, const float* __restrict__ dout,
-                                       const int* __restrict__ rows, const int* __restrict__ chunk_start, int chunks,
-                                       int C) {
-    // partials (chunks, C), dout (BT, C), rows (BT), chunk_start (chunks + 1)
+                                       const int* __restrict__ counts, const int* __restrict__ rows,
+                                       const int* __restrict__ chunk_start, int C) {
+    // partials (chunks, C), dout (BT, C), counts (2: chunks, distinct), rows (BT), chunk_start (chunks + 1)
     const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (size_t)chunks * C) return;
+    if (idx >= (size_t)counts[0] * C) return;
     const int c = idx % C, k = idx / C;
     float sum = 0;
     for (int r = chunk_start[k]; r < chunk_start[k + 1]; r++) sum += dout[(size_t)rows[r] * C + c];
@@ -223,12 +242,12 @@ __global__ void token_partials_kernel2(float* __restrict__ partials, const float
 
 // stage 2: warp (token u, channel c) adds the token's chunks into dwte[tokens[u], c]
 __global__ void token_gradient_kernel2(float* __restrict__ dwte, const float* __restrict__ partials,
-                                       const int* __restrict__ tokens, const int* __restrict__ token_chunk,
-                                       int distinct, int C) {
-    // dwte (V, C), partials (chunks, C), tokens (distinct), token_chunk (distinct + 1)
+                                       const int* __restrict__ counts, const int* __restrict__ tokens,
+                                       const int* __restrict__ token_chunk, int C) {
+    // dwte (V, C), partials (chunks, C), counts (2: chunks, distinct), tokens (distinct), token_chunk (distinct + 1)
     const size_t w = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
     const int lane = threadIdx.x % WARP;
-    if (w >= (size_t)distinct * C) return;  // the whole warp
+    if (w >= (size_t)counts[1] * C) return;  // the whole warp
     const int u = w / C, c = w % C;
     const float sum = warp_column_sum(partials, token_chunk[u], token_chunk[u + 1], C, c, lane);
     if (lane == 0) dwte[(size_t)tokens[u] * C + c] += sum;
@@ -237,14 +256,15 @@ __global__ void token_gradient_kernel2(float* __restrict__ dwte, const float* __
 // stage 2 of the scalar embedding: warp c walks the distinct tokens in order; a valued token's
 // sum goes into dwval[c] times its value, another's into its row of dwte
 __global__ void scalar_token_gradient_kernel2(float* __restrict__ dwte, float* __restrict__ dwval,
-                                              const float* __restrict__ partials, const int* __restrict__ tokens,
-                                              const int* __restrict__ token_chunk, const float* __restrict__ value,
-                                              int distinct, int C) {
-    // dwte (V, C), dwval (C), partials (chunks, C), tokens (distinct), token_chunk (distinct + 1), value (V)
+                                              const float* __restrict__ partials, const int* __restrict__ counts,
+                                              const int* __restrict__ tokens, const int* __restrict__ token_chunk,
+                                              const float* __restrict__ value, int C) {
+    // dwte (V, C), dwval (C), partials (chunks, C), counts (2: chunks, distinct), tokens (distinct),
+    // token_chunk (distinct + 1), value (V)
     const int c = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
     if (c >= C) return;  // the whole warp
     float dv = 0;
-    for (int u = 0; u < distinct; u++) {
+    for (int u = 0; u < counts[1]; u++) {
         const int v = tokens[u];
         const float sum = warp_column_sum(partials, token_chunk[u], token_chunk[u + 1], C, c, lane);
         if (value[v] != 0.0f) dv += value[v] * sum;
@@ -254,12 +274,13 @@ __global__ void scalar_token_gradient_kernel2(float* __restrict__ dwte, float* _
 }
 
 // stage 1 for either embedding: the chunk sums of dout, in the column scratch
+// (its launch covers max_chunks, so that it is the same launch for every batch)
 inline float* token_partials_gpu(const TokenRows& by_token, const float* dout, int C) {
-    float* partials = column_scratch((size_t)by_token.chunks * C);
+    float* partials = column_scratch((size_t)by_token.max_chunks() * C);
     const double rows = by_token.BT, chunks = by_token.chunks;
     const LaunchCost cost{4.0 * (rows * C + 2 * rows + chunks * C), rows * C, COLUMN_GROUP_ROWS};  // + rows, starts
-    launch_kernel<token_partials_kernel2>(cost, ceil_div((size_t)by_token.chunks * C, BLOCK), BLOCK, 0, partials, dout,
-                                          by_token.rows(), by_token.chunk_start(), by_token.chunks, C);
+    launch_kernel<token_partials_kernel2>(cost, ceil_div((size_t)by_token.max_chunks() * C, BLOCK), BLOCK, 0, partials,
+                                          dout, by_token.counts(), by_token.rows(), by_token.chunk_start(), C);
     return partials;
 }
 
@@ -278,10 +299,10 @@ inline void embedding_backward(Device dev, const Kernels& kernels, float* dwte, 
                                                          dwpe, dout, tokens, B, T, C);
     column_sums_gpu(dwpe, dout, B, T * C);
     const float* partials = token_partials_gpu(by_token, dout, C);
-    const size_t warps = (size_t)by_token.distinct * C;
+    const size_t warps = (size_t)by_token.max_distinct() * C;  // the bound, as for stage 1
     launch_kernel<token_gradient_kernel2>(column_partials_sum_cost(by_token.chunks, C),
                                           ceil_div(warps, COLUMN_WARPS_PER_BLOCK), BLOCK, 0, dwte, partials,
-                                          by_token.tokens(), by_token.token_chunk(), by_token.distinct, C);
+                                          by_token.counts(), by_token.tokens(), by_token.token_chunk(), C);
 }
 
 inline void scalar_embedding_backward(Device dev, const Kernels& kernels, float* dwte, float* dwval, float* dwpe,
@@ -296,6 +317,6 @@ inline void scalar_embedding_backward(Device dev, const Kernels& kernels, float*
     LaunchCost cost = column_partials_sum_cost(by_token.chunks, C);
     cost.walk = by_token.distinct + (double)by_token.chunks / WARP;  // a lane: each token, then its chunks
     launch_kernel<scalar_token_gradient_kernel2>(cost, ceil_div(C, COLUMN_WARPS_PER_BLOCK), BLOCK, 0, dwte, dwval,
-                                                 partials, by_token.tokens(), by_token.token_chunk(), value,
-                                                 by_token.distinct, C);
+                                                 partials, by_token.counts(), by_token.tokens(), by_token.token_chunk(),
+                                                 value, C);
 }

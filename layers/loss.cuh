@@ -208,11 +208,12 @@ __global__ void crossentropy_forward_kernel2(float* __restrict__ losses, float* 
 
 __global__ void crossentropy_backward_kernel1(float* __restrict__ dlogits, const float* __restrict__ probs,
                                               const float* __restrict__ targets, const float* __restrict__ row_weight,
-                                              float count, int N, int V, float smoothing = 0.0f) {
+                                              const float* __restrict__ count, int N, int V, float smoothing = 0.0f) {
+    // count: one float on the device (it changes with the batch's loss mask, so a graph reads it)
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // over N*V
     if (idx >= (size_t)N * V) return;
     int n = (int)(idx / V), v = (int)(idx % V);
-    float scale = (row_weight ? row_weight[n] : 1.0f) / count;
+    float scale = (row_weight ? row_weight[n] : 1.0f) / *count;
     float q_off = smoothing / (float)V, q_target = (1.0f - smoothing) + q_off;
     dlogits[idx] += (probs[idx] - (v == (int)targets[n] ? q_target : q_off)) * scale;
 }
@@ -234,10 +235,11 @@ inline void crossentropy_forward(Device dev, const Kernels& kernels, float* loss
                                                     targets, row_weight, N, V, smoothing);
 }
 
+// count: the loss's denominator (the counted rows), one float on dev
 inline void crossentropy_backward(Device dev, float* dlogits, const float* probs, const float* targets,
-                                  const float* row_weight, float count, int N, int V, float smoothing = 0.0f) {
+                                  const float* row_weight, const float* count, int N, int V, float smoothing = 0.0f) {
     if (dev == DEVICE_CPU)
-        return crossentropy_backward_cpu(dlogits, probs, targets, row_weight, count, N, V, smoothing);
+        return crossentropy_backward_cpu(dlogits, probs, targets, row_weight, *count, N, V, smoothing);
     launch_kernel<crossentropy_backward_kernel1>(pointwise_cost((size_t)N * V, 2, 1, 4), ceil_div((size_t)N * V, BLOCK),
                                                  BLOCK, 0, dlogits, probs, targets, row_weight, count, N, V, smoothing);
 }

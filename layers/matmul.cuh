@@ -8,14 +8,20 @@
 // summed index, in order, starting from the bias (0 without one) or from the gradient already
 // there. The program runs the same products through gemm_accumulate (cpu_fast/matmul.h), which
 // keeps that order and so gives the same bits, fast; the tests hold the two to exact equality.
-// GPU: cuBLAS, with the row-major reasoning written out once below, and a small kernel for the
-// bias gradient.
+// GPU, two versions (Kernels::matmul, --matmul-kernel): 1, cuBLAS (cublasSgemm), with the
+// row-major reasoning written out once below, a kernel that adds the bias and one for the bias
+// gradient; 2, cuBLASLt (layers/matmul_lt.cuh), the same products with the bias and the bias
+// gradient fused into them as epilogues. Version 2 gives other bits than version 1 (its own
+// kernels and summation order), within the GPU tests' tolerance of the CPU's.
 // bias may be nullptr (no bias), and so may dbias; dinp may be nullptr where the input needs no
 // gradient (the patch embedding's input is the image).
 #pragma once
 #include "cpu_fast/matmul.h"       // matmul_forward_cpu_fast, matmul_backward_cpu_fast
 #include "layers/column_sums.cuh"  // column_sums_gpu: kernel 2 of the bias gradient
 #include "layers/common.cuh"       // Device, Kernels, ceil_div, BLOCK, cublasCheck, cublas_handle
+#include "layers/matmul_lt.cuh"    // lt_matmul, add_bias_gradient, matmul_lt: version 2's cuBLASLt call
+
+constexpr int MATMUL_KERNEL_COUNT = 2;  // the versions of the GPU matmul (Kernels::matmul)
 
 template <typename F>
 void matmul_forward_cpu(F* out, const F* inp, const F* weight, const F* bias, int N, int C, int OC) {
@@ -120,8 +126,10 @@ inline void sgemm(const Kernels& kernels, const char* what, cublasOperation_t op
     if (recording) profiler().end();
 }
 
-inline void matmul_forward_gpu(const Kernels& kernels, float* out, const float* inp, const float* weight,
-                               const float* bias, int N, int C, int OC) {
+// ---- version 1: cublasSgemm, then the bias kernel ----
+
+inline void matmul_forward_gpu1(const Kernels& kernels, float* out, const float* inp, const float* weight,
+                                const float* bias, int N, int C, int OC) {
     sgemm(kernels, "out = inp W^T", CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, weight, C, inp, C, 0.0f, out, OC);
     if (bias)
         launch_kernel<add_bias_kernel1>(pointwise_cost((size_t)N * OC, 2, 1), ceil_div((size_t)N * OC, BLOCK), BLOCK, 0,
@@ -129,11 +137,55 @@ inline void matmul_forward_gpu(const Kernels& kernels, float* out, const float* 
 }
 
 // beta = 1: the products accumulate into the gradients
-inline void matmul_backward_gpu(const Kernels& kernels, float* dinp, float* dweight, float* dbias, const float* dout,
-                                const float* inp, const float* weight, int N, int C, int OC) {
+inline void matmul_backward_gpu1(const Kernels& kernels, float* dinp, float* dweight, float* dbias, const float* dout,
+                                 const float* inp, const float* weight, int N, int C, int OC) {
     if (dinp) sgemm(kernels, "dinp += dout W", CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, weight, C, dout, OC, 1.0f, dinp, C);
     sgemm(kernels, "dW += dout^T inp", CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dweight, C);
     if (dbias) bias_backward_gpu(kernels, dbias, dout, N, OC);
+}
+
+// ---- version 2: cublasLtMatmul with the bias (BIAS) and the bias gradient (BGRADB) fused in ----
+// The same three products, ops and leading dimensions as version 1 (layers/matmul_lt.cuh says
+// which of D's dimensions each vector runs along). A product cuBLASLt has no algorithm for runs
+// as version 1 runs it.
+
+inline void matmul_forward_gpu2(const Kernels& kernels, float* out, const float* inp, const float* weight,
+                                const float* bias, int N, int C, int OC) {
+    if (lt_matmul(kernels, bias ? "out = inp W^T + b" : "out = inp W^T",
+                  bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, weight,
+                  C, inp, C, 0.0f, out, OC, bias))
+        return;
+    matmul_forward_gpu1(kernels, out, inp, weight, bias, N, C, OC);
+}
+
+// dbias: BGRADB stores sum_n dout[n,o] into the scratch, and add_bias_gradient adds it in
+inline void matmul_backward_gpu2(const Kernels& kernels, float* dinp, float* dweight, float* dbias, const float* dout,
+                                 const float* inp, const float* weight, int N, int C, int OC) {
+    if (dinp && !lt_matmul(kernels, "dinp += dout W", CUBLASLT_EPILOGUE_DEFAULT, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC,
+                           weight, C, dout, OC, 1.0f, dinp, C))
+        sgemm(kernels, "dinp += dout W", CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, weight, C, dout, OC, 1.0f, dinp, C);
+    if (dbias && OC <= MATMUL_LT_BIAS_GRADIENT_FLOATS &&
+        lt_matmul(kernels, "dW += dout^T inp, db = sum_n dout", CUBLASLT_EPILOGUE_BGRADB, CUBLAS_OP_N, CUBLAS_OP_T, C,
+                  OC, N, inp, C, dout, OC, 1.0f, dweight, C, matmul_lt().bias_gradient))
+        return add_bias_gradient(dbias, OC);
+    if (!lt_matmul(kernels, "dW += dout^T inp", CUBLASLT_EPILOGUE_DEFAULT, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C,
+                   dout, OC, 1.0f, dweight, C))
+        sgemm(kernels, "dW += dout^T inp", CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dweight, C);
+    if (dbias) bias_backward_gpu(kernels, dbias, dout, N, OC);
+}
+
+// ---- the version Kernels::matmul names ----
+
+inline void matmul_forward_gpu(const Kernels& kernels, float* out, const float* inp, const float* weight,
+                               const float* bias, int N, int C, int OC) {
+    if (kernels.matmul == 2) return matmul_forward_gpu2(kernels, out, inp, weight, bias, N, C, OC);
+    matmul_forward_gpu1(kernels, out, inp, weight, bias, N, C, OC);
+}
+
+inline void matmul_backward_gpu(const Kernels& kernels, float* dinp, float* dweight, float* dbias, const float* dout,
+                                const float* inp, const float* weight, int N, int C, int OC) {
+    if (kernels.matmul == 2) return matmul_backward_gpu2(kernels, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+    matmul_backward_gpu1(kernels, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
 inline void matmul_forward(Device dev, const Kernels& kernels, float* out, const float* inp, const float* weight,

@@ -63,7 +63,9 @@ struct ProfiledStep {
     size_t first_call = 0;  // its calls: calls[first_call ... the next step's first_call)
     double seconds = 0;     // wall time, to the end of its last call on the device
     size_t copies_to_device = 0, copies_to_host = 0, bytes_to_device = 0, bytes_to_host = 0;
-    size_t synchronisations = 0;  // device-wide waits and copies to the host, each of which waits
+    size_t async_copies = 0;      // of those copies, the ones on the stream (the host does not wait)
+    size_t synchronisations = 0;  // device-wide waits and blocking copies to the host, each of which waits
+    size_t staging_waits = 0;     // waits for a pinned batch copy to be free (layers/device_step.cuh)
 };
 
 struct Profiler {
@@ -72,6 +74,7 @@ struct Profiler {
     std::vector<ProfiledStep> steps;
     std::vector<cudaEvent_t> events;  // a pool that grows, reused from one profile run to the next
     size_t events_used = 0;
+    cudaStream_t stream = nullptr;    // where the events are recorded: the program's one stream
 
     // a new call; brackets it with events on a GPU (`timed`)
     void begin(const std::string& name, dim3 grid, dim3 block, size_t shared_bytes, LaunchCost cost, bool timed) {
@@ -88,19 +91,20 @@ struct Profiler {
                 events.push_back(event);
             }
             call.first_event = (int)events_used;
-            cudaEventRecord(events[events_used]);
+            cudaEventRecord(events[events_used], stream);
             events_used += 2;
         }
         calls.push_back(call);
     }
     void end() {
-        if (calls.back().first_event >= 0) cudaEventRecord(events[calls.back().first_event + 1]);
+        if (calls.back().first_event >= 0) cudaEventRecord(events[calls.back().first_event + 1], stream);
     }
-    void copy(bool to_device, size_t bytes) {
+    void copy(bool to_device, size_t bytes, bool async) {
         ProfiledStep& s = steps.back();
         (to_device ? s.copies_to_device : s.copies_to_host)++;
         (to_device ? s.bytes_to_device : s.bytes_to_host) += bytes;
-        if (!to_device) s.synchronisations++;
+        if (async) s.async_copies++;
+        else if (!to_device) s.synchronisations++;
     }
 };
 
@@ -110,11 +114,14 @@ inline Profiler& profiler() {
 }
 
 // the hooks the launchers call; each a flag test when recording is off
-inline void profile_copy(bool to_device, size_t bytes) {
-    if (profiler().recording) profiler().copy(to_device, bytes);
+inline void profile_copy(bool to_device, size_t bytes, bool async = false) {
+    if (profiler().recording) profiler().copy(to_device, bytes, async);
 }
 inline void profile_synchronisation() {
     if (profiler().recording) profiler().steps.back().synchronisations++;
+}
+inline void profile_staging_wait() {
+    if (profiler().recording) profiler().steps.back().staging_waits++;
 }
 
 // ----------------------------------------------------------------------------

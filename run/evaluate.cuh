@@ -90,18 +90,13 @@ inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, c
 }
 
 // Top-1 accuracy on the training batches since the last evaluation, for a classification readout
-// (on the augmented images the model trained on, as ViT training logs report it), read from the
-// logits the training forward pass left: one copy of (B, classes) floats per step.
+// (on the augmented images the model trained on, as ViT training logs report it), from the hits
+// the step log counts (on the GPU on the device: layers/device_step.cuh).
 struct TrainAccuracy {
     int64_t correct = 0, seen = 0;
-    std::vector<float> logits;  // (B, classes)
-    void add(const Model& model, const Batch& batch) {
-        const Config& c = model.cfg;
-        if (c.readout != READOUT_CLASS) return;
-        logits.resize((size_t)batch.rows * c.OUT);
-        buffer_copy(logits.data(), DEVICE_CPU, model_activations(model, batch.rows).logits, model.dev, logits.size());
-        for (int b = 0; b < batch.rows; b++, seen++)
-            correct += top_class(&logits[(size_t)b * c.OUT], c.OUT) == (int)batch.targets[b];
+    void add(const StepLog& log) {
+        correct += log.correct;
+        seen += log.seen;
     }
     // adds "train_acc" to the evaluation's metrics (when a batch was seen since the last), and
     // starts counting again

@@ -33,6 +33,8 @@ struct Options {
     float mask_c = 6.0f;
     bool mask_per_head = false, causal = false, tf32 = false;
     int attention_kernel = 0;  // the GPU's attention kernel version; 0: attention.cuh's default
+    int matmul_kernel = 0;     // the GPU's matmul version; 0: the default (layers/common.cuh, Kernels)
+    bool cuda_graph = false;   // the training step as one CUDA graph (run/graph.cuh)
     bool fast_kernels = false;  // the GPU's second kernel versions of the other layers (layers/common.cuh)
     std::string mask_structure, prior_layers = "all";
     int64_t qk_opt_steps = 2000;
@@ -154,10 +156,14 @@ training
   --tf32              allow TF32 matmuls on the GPU (off: plain fp32)
   --attention-kernel N  the GPU's attention kernels (docs/kernels.md); every
                       version computes the same attention, to rounding ({attention_default})
-{attention_kernels}  --fast-kernels      on the GPU, the other layers' second kernel versions:
+{attention_kernels}  --matmul-kernel N   the GPU's matmuls: 1 cuBLAS, then the bias and GELU
+                      kernels; 2 cuBLASLt with them fused in (docs/kernels.md) (1)
+  --fast-kernels      on the GPU, the other layers' second kernel versions:
                       a warp per LayerNorm and cross-entropy row, residual
                       + LayerNorm and bias + GELU fused, the bias and
                       LayerNorm gradients summed in row groups          (off)
+  --cuda-graph        on the GPU, capture the training step once as a CUDA
+                      graph and replay it each step (docs/kernels.md)   (off)
 reports and files
   --eval-every N      evaluate every N steps (and at the end)          (500)
   --log-every N       progress line every N steps                      (steps/10)
@@ -297,7 +303,7 @@ inline void resolve_recipe(Options& o) {
 }
 
 // The flags that take no value, and those that take one
-static const char* SWITCHES[] = {"--mask-per-head", "--causal", "--tf32", "--fast-kernels", "--no-flip",
+static const char* SWITCHES[] = {"--mask-per-head", "--causal", "--tf32", "--fast-kernels", "--cuda-graph", "--no-flip",
                                  "--coarse-labels", "--freeze-mask", "--continue", "--help", "-h", "--version"};
 static const char* VALUED[] = {
     "--task", "--init", "--device", "--optimizer", "--seed", "--steps", "--epochs", "--batch", "--lr", "--wd",
@@ -306,7 +312,8 @@ static const char* VALUED[] = {
     "--encoding", "--loss", "--data-frac", "--train-file", "--test-file", "--max-test", "--loss-on", "--data-dir",
     "--patch", "--pool", "--mask-window", "--crop-pad", "--resize", "--schedule", "--warmup", "--min-lr",
     "--clip-grad", "--label-smoothing", "--seq-len", "--eval-windows", "--mask-prior", "--generate", "--prompt",
-    "--sample-tokens", "--temperature", "--top-k", "--checkpoint-every", "--attention-kernel", "--list", "--profile"};
+    "--sample-tokens", "--temperature", "--top-k", "--checkpoint-every", "--attention-kernel", "--matmul-kernel",
+    "--list", "--profile"};
 
 // The command line as words, with each --flag=value as the two words --flag value; a valued
 // flag's next word is its value, whatever it holds (--prompt "--x=1" stays one word).
@@ -353,6 +360,7 @@ inline Options parse_options(int argc, char** argv) {
         if (flag == "--causal") { o.causal = true; continue; }
         if (flag == "--tf32") { o.tf32 = true; continue; }
         if (flag == "--fast-kernels") { o.fast_kernels = true; continue; }
+        if (flag == "--cuda-graph") { o.cuda_graph = true; continue; }
         if (flag == "--no-flip") { o.flip = false; continue; }
         if (flag == "--coarse-labels") { o.coarse_labels = true; continue; }
         if (flag == "--freeze-mask") { o.freeze_mask = true; continue; }
@@ -392,6 +400,7 @@ inline Options parse_options(int argc, char** argv) {
         else if (flag == "--eval-every") o.eval_every = parse_int(flag, value, 1);
         else if (flag == "--log-every") o.log_every = parse_int(flag, value, 1);
         else if (flag == "--attention-kernel") o.attention_kernel = (int)parse_int(flag, value, 1);  // setup.cuh checks
+        else if (flag == "--matmul-kernel") o.matmul_kernel = (int)parse_int(flag, value, 1);  // setup.cuh checks
         else if (flag == "--out") o.out = value;
         else if (flag == "--save") o.save = value;
         else if (flag == "--resume") o.resume = value;

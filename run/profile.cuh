@@ -76,13 +76,16 @@ inline void print_profile(const Profiler& p, int steps, bool tensor_cores) {
            "walk", "MB", "GFLOP", "bound µs");
     if (timed) printf(" %9s %6s %8s %8s", "GPU ms", "%", "GB/s", "TFLOP/s");
     printf("\n");
-    size_t launches = 0, cublas_calls = 0, memsets = 0;
+    size_t launches = 0, cublas_calls = 0, memsets = 0, graph_launches = 0;
     double bound = 0, longest_walk = 0;
     std::string longest_walker;
     for (const ProfileRow& r : rows) {
         const ProfiledCall& c = r.first;
         const bool library = c.library();
-        (!library ? launches : c.name.rfind("cublas", 0) == 0 ? cublas_calls : memsets) += r.calls;
+        (!library                               ? launches
+         : c.name.rfind("cublas", 0) == 0        ? cublas_calls
+         : c.name.rfind("cudaGraphLaunch", 0) == 0 ? graph_launches
+                                                 : memsets) += r.calls;
         bound += r.bound_seconds;
         if (r.walk > longest_walk) longest_walk = r.walk, longest_walker = c.name;
         char mb[32] = "?", gflop[32] = "?";  // ?: not stated
@@ -107,17 +110,25 @@ inline void print_profile(const Profiler& p, int steps, bool tensor_cores) {
     if (unstated_rows)
         printf("(?: %zu launch configurations whose launcher states no cost: their bound is one launch latency)\n",
                unstated_rows);
-    printf("\na step: %.1f kernel launches, %.1f cuBLAS calls, %.1f memsets; the longest walk of one thread %.0f "
-           "elements (%s); %zu launch configurations marked serial; the summed lower bound %.3f ms (an estimate on an "
-           "%s)\n",
-           (double)launches / steps, (double)cublas_calls / steps, (double)memsets / steps, longest_walk,
-           longest_walker.c_str(), serial_rows, bound / steps * 1e3, H200.name);
+    if (graph_launches > 0)  // the work inside a graph is not recorded call by call
+        printf("\na step: %.1f graph launches (their nodes: each captured kernel launch, cuBLAS call, copy and "
+               "memset; run without --cuda-graph for them one by one), %.1f kernel launches, %.1f cuBLAS calls, "
+               "%.1f memsets outside the graph\n",
+               (double)graph_launches / steps, (double)launches / steps, (double)cublas_calls / steps,
+               (double)memsets / steps);
+    else
+        printf("\na step: %.1f kernel launches, %.1f cuBLAS calls, %.1f memsets; the longest walk of one thread %.0f "
+               "elements (%s); %zu launch configurations marked serial; the summed lower bound %.3f ms (an estimate "
+               "on an %s)\n",
+               (double)launches / steps, (double)cublas_calls / steps, (double)memsets / steps, longest_walk,
+               longest_walker.c_str(), serial_rows, bound / steps * 1e3, H200.name);
     for (size_t i = 0; i < p.steps.size(); i++) {
         const ProfiledStep& s = p.steps[i];
-        printf("step %zu: %.3f ms wall%s; copies to the device %zu (%zu bytes), to the host %zu (%zu bytes); "
-               "synchronisations %zu\n",
+        printf("step %zu: %.3f ms wall%s; copies to the device %zu (%zu bytes), to the host %zu (%zu bytes), of "
+               "them asynchronous %zu; synchronisations %zu; waits for a pinned batch copy %zu\n",
                i + 1, s.seconds * 1e3, timed ? "" : " (the emulation's, not a GPU's)", s.copies_to_device,
-               s.bytes_to_device, s.copies_to_host, s.bytes_to_host, s.synchronisations);
+               s.bytes_to_device, s.copies_to_host, s.bytes_to_host, s.async_copies, s.synchronisations,
+               s.staging_waits);
     }
 }
 
@@ -130,6 +141,7 @@ inline void record_profile(Device dev, int steps, Step run_step) {
     p.calls.clear();
     p.steps.clear();
     p.events_used = 0;
+    p.stream = gpu_stream();
     for (int i = 0; i < steps; i++) {
         p.steps.push_back({p.calls.size()});
         const double start = now_seconds();

@@ -134,9 +134,11 @@ struct Progress {
         if (dev == DEVICE_CPU) window_excluded += seconds;
     }
 
+    bool due(int64_t done) const { return done % every == 0 || done == steps; }  // a progress line after step done
+
     void step_done(int64_t done, float loss) {
         window_steps++;
-        if (done % every != 0 && done != steps) return;
+        if (!due(done)) return;
         device_sync(dev);
         double now = now_seconds(), ms = 1000 * (now - window_start - window_excluded) / window_steps;
         printf("step %6lld/%lld | loss %.6f | %7.2f ms/step | %7.1f steps/s", (long long)done, (long long)steps, loss,
@@ -164,7 +166,9 @@ inline nlohmann::ordered_json metrics_json(nlohmann::ordered_json about, const E
     about["device"] = device_name(dev);
     if (dev == DEVICE_GPU) {
         about["attention_kernel"] = kernels.attention;
+        about["matmul_kernel"] = kernels.matmul;
         about["fast_kernels"] = kernels.fast_layers;
+        about["cuda_graph"] = kernels.graph;
     }
     about["cpu_vector_bits"] = cpu_vector_bits();
     about["threads"] = cpu_threads();

@@ -54,6 +54,7 @@ inline int generate(const Options& opt, Device dev) {
         fail("%s is not a language model's checkpoint (--task lm)", opt.generate.c_str());
     const Config cfg = config_from_metadata(meta, opt.generate);
     const Kernels kernels = choose_kernels(opt, cfg.HS, cfg.T);
+    gpu_prepare(dev, kernels);
     const std::string dir = opt.data_dir.empty() ? meta["data_dir"] : opt.data_dir;
     const Vocabulary vocabulary = read_vocabulary(dir + "/tokenizer.bin");
     if (vocabulary.size() != cfg.V)

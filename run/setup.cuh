@@ -74,23 +74,37 @@ inline Device pick_device(const Options& opt) {
     return dev;
 }
 
-// How the GPU computes (--attention-kernel, --fast-kernels, --tf32), for heads of HS dims over
-// sequences of T tokens; a version that cannot run them is refused with one line.
+// How the GPU computes (--attention-kernel, --matmul-kernel, --fast-kernels, --tf32, --cuda-graph),
+// for heads of HS dims over sequences of T tokens; a version that cannot run them, or does not
+// exist, is refused with one line.
 inline Kernels choose_kernels(const Options& opt, int HS, int T) {
     Kernels kernels;
     if (opt.attention_kernel) kernels.attention = opt.attention_kernel;
     const std::string refusal = attention_kernel_refusal(kernels.attention, HS, T);
     if (!refusal.empty()) fail("--attention-kernel: %s", refusal.c_str());
+    if (opt.matmul_kernel) kernels.matmul = opt.matmul_kernel;
+    if (kernels.matmul > MATMUL_KERNEL_COUNT)
+        fail("--matmul-kernel must be 1 to %d, got %d", MATMUL_KERNEL_COUNT, kernels.matmul);
     kernels.fast_layers = opt.fast_kernels;
     kernels.tf32 = opt.tf32;
+    kernels.graph = opt.cuda_graph;
     return kernels;
+}
+
+// What the GPU needs before a step runs (a graph capture cannot hold an allocation): the stream,
+// cuBLAS's handle and workspace, and at matmul version 2 cuBLASLt's (layers/matmul_lt.cuh).
+inline void gpu_prepare(Device dev, const Kernels& kernels) {
+    if (dev != DEVICE_GPU) return;
+    gpu_setup();
+    if (kernels.matmul == 2) matmul_lt_setup();
 }
 
 // The first line of a run: where it trains, and on a GPU with which kernels
 inline std::string device_line(Device dev, const Kernels& kernels) {
     if (dev == DEVICE_CPU) return "CPU (no GPU in use): " + device_name(dev);
-    return "GPU: " + device_name(dev) + ", attention kernel " + std::to_string(kernels.attention) +
-           (kernels.fast_layers ? ", fast kernels" : "") + (kernels.tf32 ? ", TF32" : "");
+    return "GPU: " + device_name(dev) + ", attention kernel " + std::to_string(kernels.attention) + ", matmul kernel " +
+           std::to_string(kernels.matmul) + (kernels.fast_layers ? ", fast kernels" : "") +
+           (kernels.tf32 ? ", TF32" : "") + (kernels.graph ? ", CUDA graph" : "");
 }
 
 // The model's config from the flags and the task, refusing what cannot be built or trained.

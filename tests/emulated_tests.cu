@@ -8,5 +8,7 @@
 #include "test_gpu_vision.cu"
 #include "test_gpu_language.cu"
 #include "test_gpu_fused.cu"
+#include "test_gpu_matmul.cu"
 #include "test_gpu_profile.cu"
+#include "test_gpu_graph.cu"
 #include "test_emulation.cu"

@@ -5,7 +5,8 @@
 #   off-by-one      gelu_forward_kernel1 bounds its index by i <= n: writes one past out
 #   no-barrier      attention kernel 3 reads its key tile before every thread has copied its
 #                   part into shared memory (the __syncthreads after the v tile's copy is gone)
-#   host-pointer    model_forward hands the kernels the host's token ids, not model.tokens
+#   host-pointer    the scalar embedding is handed the host's token values (cfg.token_value), not
+#                   the device copy model.token_value
 #   transposed      the forward matmul passes the weight to cuBLAS untransposed
 #   tile-overwrite  attention kernel 3 copies its next key and value tiles into shared memory while
 #                   other warps still read the last ones (the __syncthreads that opens its tile
@@ -81,8 +82,8 @@ plant no-barrier attention/flash.cuh \
     '/stage_tile(v_tile, HS, head_vector(qkv, s, 2, b, key0, h),/{n;/^ *__syncthreads();/d}' \
     "GPU attention matches the CPU at every kernel version*"
 plant host-pointer model.cuh \
-    's/embedding_forward(dev, a.encoded, model.tokens,/embedding_forward(dev, a.encoded, input.tokens,/' \
-    "a whole training step on the GPU matches the CPU*"
+    's/(dev, a.encoded, model.tokens, model.token_value,/(dev, a.encoded, model.tokens, model.cfg.token_value.data(),/' \
+    "a training step with scalar encoding and logistic loss: GPU matches the CPU*"
 plant transposed layers/matmul.cuh \
     's/CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C,/CUBLAS_OP_N, CUBLAS_OP_N, OC, N, C,/' \
     "GPU matmul (cuBLAS) matches the CPU loops*"

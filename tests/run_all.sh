@@ -57,9 +57,10 @@ timed "the emulated GPU tests" run_doctest ./tests/emulated_tests
 echo "== the same in reverse order (all but the 400-step run)"
 timed "the emulated GPU tests in reverse" \
     run_doctest env MASKPRIOR_EMU_SCHEDULE=reverse ./tests/emulated_tests -tce="a short GPU training run*"
-echo "== the kernel lab on the emulation: every attention version against the CPU (dev/*-emulated --quick)"
+echo "== the kernel lab on the emulation: every attention and matmul version against the CPU (dev/*-emulated --quick)"
 run_program ./dev/attention_forward-emulated --quick
 run_program ./dev/attention_backward-emulated --quick
+run_program ./dev/matmul-emulated --quick
 run_script tests/test_plot.sh
 run_script tests/test_prepare_text.sh
 echo "== the documents name only what exists (tests/test_docs.sh)"

@@ -40,8 +40,9 @@ struct GpuTokens {
 struct GpuTokenRows {
     TokenRows rows;
     GpuTokenRows(const std::vector<int>& tokens, int V) {
-        cudaCheck(cudaMalloc(&rows.device, token_rows_capacity((int)tokens.size()) * sizeof(int)));
+        cudaCheck(cudaMalloc(&rows.device, token_rows_capacity((int)tokens.size(), V) * sizeof(int)));
         token_rows_build(rows, tokens.data(), (int)tokens.size(), V);
+        device_copy(rows.device, rows.host.data(), rows.host.size() * sizeof(int), cudaMemcpyHostToDevice);
     }
     ~GpuTokenRows() { cudaCheck(cudaFree(rows.device)); }
 };
@@ -187,13 +188,14 @@ TEST_CASE("GPU losses and AdamW match the CPU" * doctest::skip(NO_GPU)) {
 
         std::vector<float> probs((size_t)N * V), dlogits = random_vector<float>((size_t)N * V, rng);
         GpuBuffer g_logits(logits), g_classes(classes), g_weights(weights), g_probs(probs), g_dlogits(dlogits);
+        GpuBuffer g_count(std::vector<float>{3.0f});  // the loss's denominator, on the device
         crossentropy_forward_cpu(losses.data(), probs.data(), logits.data(), classes.data(), weights.data(), N, V);
         crossentropy_forward(DEVICE_GPU, Kernels{}, g_losses.ptr, g_probs.ptr, g_logits.ptr, g_classes.ptr,
                              g_weights.ptr, N, V);
         expect_close("cross-entropy losses", g_losses.get(), losses, REDUCTION);
         expect_close("cross-entropy probs", g_probs.get(), probs, REDUCTION);
         crossentropy_backward_cpu(dlogits.data(), probs.data(), classes.data(), weights.data(), 3.0f, N, V);
-        crossentropy_backward(DEVICE_GPU, g_dlogits.ptr, g_probs.ptr, g_classes.ptr, g_weights.ptr, 3.0f, N, V);
+        crossentropy_backward(DEVICE_GPU, g_dlogits.ptr, g_probs.ptr, g_classes.ptr, g_weights.ptr, g_count.ptr, N, V);
         expect_close("cross-entropy dlogits", g_dlogits.get(), dlogits, REDUCTION);
 
         auto p = random_vector<float>(N, rng), m = random_vector<float>(N, rng), v = random_vector<float>(N, rng, 1);
@@ -528,7 +530,7 @@ TEST_CASE("GPU cross-entropy with label smoothing matches the CPU" * doctest::sk
             for (int n = 0; n < N; n++) { classes[n] = (float)rng.below(V); weights[n] = weights[n] > 0; }
             std::vector<float> losses(N), probs((size_t)N * V), dlogits = random_vector<float>((size_t)N * V, rng);
             GpuBuffer g_logits(logits), g_classes(classes), g_weights(weights), g_losses(losses), g_probs(probs);
-            GpuBuffer g_dlogits(dlogits);
+            GpuBuffer g_dlogits(dlogits), g_count(std::vector<float>{3.0f});
             crossentropy_forward_cpu(losses.data(), probs.data(), logits.data(), classes.data(), weights.data(), N, V,
                                      smoothing);
             crossentropy_forward(DEVICE_GPU, Kernels{}, g_losses.ptr, g_probs.ptr, g_logits.ptr, g_classes.ptr,
@@ -537,8 +539,8 @@ TEST_CASE("GPU cross-entropy with label smoothing matches the CPU" * doctest::sk
             expect_close("cross-entropy probs", g_probs.get(), probs, REDUCTION);
             crossentropy_backward_cpu(dlogits.data(), probs.data(), classes.data(), weights.data(), 3.0f, N, V,
                                       smoothing);
-            crossentropy_backward(DEVICE_GPU, g_dlogits.ptr, g_probs.ptr, g_classes.ptr, g_weights.ptr, 3.0f, N, V,
-                                  smoothing);
+            crossentropy_backward(DEVICE_GPU, g_dlogits.ptr, g_probs.ptr, g_classes.ptr, g_weights.ptr, g_count.ptr, N,
+                                  V, smoothing);
             expect_close("cross-entropy dlogits", g_dlogits.get(), dlogits, REDUCTION);
         }
 }
@@ -551,13 +553,13 @@ TEST_CASE("GPU gradient norm and clipping match the CPU; the GPU norm is the sam
         auto grads = random_vector<float>(n, rng);
         std::vector<float> cpu_scratch(grad_norm_scratch_size(n)), scratch_init(grad_norm_scratch_size(n));
         GpuBuffer g_grads(grads), g_scratch(scratch_init);
-        const double cpu = grad_norm_squared(DEVICE_CPU, grads.data(), n, cpu_scratch.data());
-        const double gpu = grad_norm_squared(DEVICE_GPU, g_grads.ptr, n, g_scratch.ptr);
-        const double again = grad_norm_squared(DEVICE_GPU, g_grads.ptr, n, g_scratch.ptr);
+        const double cpu = grad_norm_of(DEVICE_CPU, grads.data(), n, cpu_scratch.data());
+        const double gpu = grad_norm_of(DEVICE_GPU, g_grads.ptr, n, g_scratch.ptr);
+        const double again = grad_norm_of(DEVICE_GPU, g_grads.ptr, n, g_scratch.ptr);
         CHECK(std::fabs(gpu - cpu) <= 1e-12 * cpu);  // the same squares, summed in another order
         CHECK(memcmp(&gpu, &again, sizeof(double)) == 0);
 
-        const float max_norm = 0.5f * (float)std::sqrt(cpu);  // half the norm: every gradient is scaled
+        const float max_norm = 0.5f * (float)cpu;  // half the norm: every gradient is scaled
         const double cpu_norm = clip_grad_norm(DEVICE_CPU, grads.data(), n, max_norm, cpu_scratch.data());
         const double gpu_norm = clip_grad_norm(DEVICE_GPU, g_grads.ptr, n, max_norm, g_scratch.ptr);
         CHECK(std::fabs(gpu_norm - cpu_norm) <= 1e-12 * cpu_norm);

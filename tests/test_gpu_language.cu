@@ -83,6 +83,7 @@ TEST_CASE("the logits' kernels index past 2^31 floats (MASKPRIOR_LARGE_TESTS=1)"
     float* probs = buffer_alloc(DEVICE_GPU, total);
     buffer_zero(DEVICE_GPU, logits, total);
     GpuBuffer g_bias(bias), g_targets(targets), g_losses(std::vector<float>(N, 0.0f));
+    GpuBuffer g_count(std::vector<float>{(float)N});  // the loss's denominator, on the device
     // logits += bias over all N rows (the matmul's bias kernel), then the tail rows get their values
     launch_kernel<add_bias_kernel1>(ceil_div(total, BLOCK), BLOCK, 0, logits, (const float*)g_bias.ptr, N, V);
     std::vector<float> tail_in((size_t)tail * V);
@@ -91,7 +92,7 @@ TEST_CASE("the logits' kernels index past 2^31 floats (MASKPRIOR_LARGE_TESTS=1)"
     buffer_copy(logits + tail_at, DEVICE_GPU, tail_logits.data(), DEVICE_CPU, tail_logits.size());
     crossentropy_forward(DEVICE_GPU, Kernels{}, g_losses.ptr, probs, logits, g_targets.ptr, nullptr, N, V);
     buffer_zero(DEVICE_GPU, logits, total);  // now the gradient's buffer
-    crossentropy_backward(DEVICE_GPU, logits, probs, g_targets.ptr, nullptr, (float)N, N, V);
+    crossentropy_backward(DEVICE_GPU, logits, probs, g_targets.ptr, nullptr, g_count.ptr, N, V);
     // the CPU on the tail rows alone
     std::vector<float> losses(tail), cpu_probs((size_t)tail * V), dlogits((size_t)tail * V, 0.0f);
     crossentropy_forward_cpu(losses.data(), cpu_probs.data(), tail_logits.data(), &targets[N - tail], nullptr, tail, V);

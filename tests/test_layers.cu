@@ -313,7 +313,7 @@ TEST_CASE("cross-entropy with smoothing 0 is the plain cross-entropy, bit for bi
     }
 }
 
-TEST_CASE("gradient norm: the chunked sum matches a plain double loop") {
+TEST_CASE("gradient norm: the chunked sum matches a plain double loop, and sets the clipping factor") {
     for (size_t n : {(size_t)1, (size_t)4095, (size_t)4096, (size_t)4097, (size_t)100003}) {
         CAPTURE(n);
         Rng rng(13);
@@ -321,8 +321,11 @@ TEST_CASE("gradient norm: the chunked sum matches a plain double loop") {
         std::vector<float> scratch(grad_norm_scratch_size(n));
         double want = 0;
         for (float g : grads) want += (double)g * g;
-        double got = grad_norm_squared(DEVICE_CPU, grads.data(), n, scratch.data());
-        CHECK(std::fabs(got - want) <= 1e-12 * want);
+        double got = grad_norm_of(DEVICE_CPU, grads.data(), n, scratch.data());
+        CHECK(std::fabs(got * got - want) <= 1e-12 * want);
+        CHECK(grad_norm_result(scratch.data(), n)->factor == 1.0f);  // max_norm 0: no clipping
+        grad_norm(DEVICE_CPU, grads.data(), n, 0.5f * (float)got, scratch.data());
+        CHECK(grad_norm_result(scratch.data(), n)->factor == (float)(0.5f * (float)got / (got + 1e-6)));
     }
 }
 
@@ -337,19 +340,19 @@ TEST_CASE("gradient norm on the CPU: the same bits at 1 and 2 threads") {
     const int keep = omp_get_max_threads();
     for (int threads : {1, 2}) {
         omp_set_num_threads(threads);
-        at[threads - 1] = grad_norm_squared(DEVICE_CPU, grads.data(), n, scratch.data());
+        at[threads - 1] = grad_norm_of(DEVICE_CPU, grads.data(), n, scratch.data());
     }
     omp_set_num_threads(keep);
 #else
-    at[0] = at[1] = grad_norm_squared(DEVICE_CPU, grads.data(), n, scratch.data());
+    at[0] = at[1] = grad_norm_of(DEVICE_CPU, grads.data(), n, scratch.data());
 #endif
     CHECK(memcmp(&at[0], &at[1], sizeof(double)) == 0);
     CHECK(std::isfinite(at[0]));
 }
 
-TEST_CASE("clipping: scale_buffer scales; a gradient above max_norm is scaled to it, one below is left alone") {
+TEST_CASE("clipping: scale_buffer_cpu scales; a gradient above max_norm is scaled to it, one below is left alone") {
     std::vector<float> x = {1, -2, 0.5f};
-    scale_buffer(DEVICE_CPU, x.data(), 3, 0.5f);
+    scale_buffer_cpu(x.data(), 3, 0.5f);
     CHECK(x == std::vector<float>{0.5f, -1, 0.25f});
 
     std::vector<float> grads = {3, 4}, scratch(grad_norm_scratch_size(2));  // norm 5
@@ -358,7 +361,7 @@ TEST_CASE("clipping: scale_buffer scales; a gradient above max_norm is scaled to
     CHECK(clip_grad_norm(DEVICE_CPU, grads.data(), 2, 1.0f, scratch.data()) == 5.0);
     CHECK(grads[0] == doctest::Approx(0.6 * 5 / (5 + 1e-6)).epsilon(1e-7));
     CHECK(grads[1] == doctest::Approx(0.8 * 5 / (5 + 1e-6)).epsilon(1e-7));
-    CHECK(std::sqrt(grad_norm_squared(DEVICE_CPU, grads.data(), 2, scratch.data())) == doctest::Approx(1.0));
+    CHECK(grad_norm_of(DEVICE_CPU, grads.data(), 2, scratch.data()) == doctest::Approx(1.0));
 }
 
 TEST_CASE("--profile's lower bounds on an H200, its serial marks and the kernel names it reads") {

@@ -1,0 +1,66 @@
+// layers/graph.cuh: CUDA graphs, for a step whose hundreds of launches would otherwise each cost
+// the host a few microseconds (Kernels::graph, --cuda-graph).
+//
+// What it teaches. A small model's step on a GPU is set by launch latency, not by its FLOPs:
+// each kernel launch and cuBLAS call costs the host microseconds, and the GPU idles between
+// short kernels. Stream capture records the work a piece of host code puts on a stream,
+// without running it, as a graph: cudaStreamBeginCapture, the code, cudaStreamEndCapture. An
+// instantiated graph is then launched with one call, and the GPU runs all its work back to back.
+// What the capture records is fixed: each launch's grid and arguments, each copy's pointers and
+// sizes, each library call's operands. So the captured code must read every value that changes
+// from step to step from device memory at a fixed address (the batch block and the step's
+// scalars, layers/device_step.cuh), must not wait for the GPU or read a result (CUDA refuses a
+// synchronous copy during a capture), and must not allocate. One graph is captured per shape of
+// the work (the training step; a forward pass of so many rows) and replayed at every later use.
+//
+// GraphCache::run(shape, work): the first time a shape comes, work() runs call by call, so that
+// whatever a call makes on its first use (cuBLASLt's descriptors and algorithm for a product)
+// is made outside any capture; the second time, work() is captured and the graph launched; from
+// then on the graph is launched. A launch goes on the program's stream, and the host goes on.
+// --profile records each launch as one call, with the captured work's size in its name (the
+// capture itself is not recorded).
+#pragma once
+#include <map>
+#include <string>
+#include "layers/common.cuh"  // cudaCheck, gpu_stream, profiler
+
+struct CapturedGraph {
+    int uses = 0;  // the times the shape has come
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    size_t nodes = 0;  // the launches, copies, memsets and library kernels it holds
+};
+
+struct GraphCache {
+    std::map<std::string, CapturedGraph> by_shape;
+
+    template <typename Work>
+    void run(const std::string& shape, Work&& work) {
+        CapturedGraph& g = by_shape[shape];
+        if (g.uses++ == 0) return work();
+        const bool recording = profiler().recording;
+        if (!g.exec) {
+            profiler().recording = false;
+            cudaCheck(cudaStreamBeginCapture(gpu_stream(), cudaStreamCaptureModeGlobal));
+            work();
+            cudaCheck(cudaStreamEndCapture(gpu_stream(), &g.graph));
+            cudaCheck(cudaGraphInstantiate(&g.exec, g.graph, 0));
+            cudaCheck(cudaGraphGetNodes(g.graph, nullptr, &g.nodes));
+            profiler().recording = recording;
+        }
+        if (recording)
+            profiler().begin("cudaGraphLaunch (" + shape + ": " + std::to_string(g.nodes) + " nodes)", 0, 0, 0,
+                             LaunchCost{}, !GPU_EMULATED);
+        cudaCheck(cudaGraphLaunch(g.exec, gpu_stream()));
+        if (recording) profiler().end();
+    }
+
+    // destroys every graph (their work must have finished: the caller synchronises first)
+    void clear() {
+        for (auto& [shape, g] : by_shape) {
+            if (g.exec) cudaCheck(cudaGraphExecDestroy(g.exec));
+            if (g.graph) cudaCheck(cudaGraphDestroy(g.graph));
+        }
+        by_shape.clear();
+    }
+};
