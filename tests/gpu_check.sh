@@ -10,13 +10,16 @@
 #      --fast-kernels against the CPU, whole training steps GPU vs CPU, a short run that learns),
 #      and the kernel tests (the cases named "GPU ...") under compute-sanitizer memcheck,
 #      racecheck, synccheck and initcheck (a runtime that refuses the tool: "refused")
-#   2. the kernel lab (dev/): every attention version checked against the CPU and timed
+#   2. the kernel lab (dev/): every attention and matmul version checked against the CPU and timed
 #   3. the paper-size 2parity model under --profile 2 (a per-kernel table): the default kernels,
-#      then the fastest (--attention-kernel 3 --fast-kernels)
-#   4. the training step against PyTorch eager and torch.compile (tools/bench_gpu.py), the
-#      attention layer alone against those and FlexAttention (tools/bench_attention.py)
+#      the fastest (--attention-kernel 3 --fast-kernels), and the fastest with --matmul-kernel 2
+#      as one CUDA graph (--cuda-graph: the step's time as one launch)
+#   4. the paper-size training step against PyTorch eager, torch.compile and its reduce-overhead
+#      mode (tools/bench_gpu.py --paper: about 2 min, up to 3.5, an estimate), the attention
+#      layer alone against eager, torch.compile and FlexAttention (tools/bench_attention.py)
 # The full tier (--full, make gpu-check-full), at most TIER_SECONDS (default 570) after the build:
-#   5. paper-size runs: GOTU's model on 2parity, 5 epochs, default and mask init, and the mask
+#   5. the make-run size's training step against the same peers (tools/bench_gpu.py --small);
+#      paper-size runs: GOTU's model on 2parity, 5 epochs, default and mask init, and the mask
 #      init again with the fastest kernels; Lee et al.'s size on add3 (0.4% of the pairs, 300
 #      steps), default and mask; ViT-Tiny, mask init, 300 steps on CIFAR-10 (data/cifar10-jpeg or
 #      $CIFAR10_DIR, else Fashion-MNIST); a language model (C 384, L 6, T 256) with the ALiBi-shaped
@@ -127,18 +130,19 @@ if [ $FULL = 0 ]; then
         else [ "$rc" = 0 ] || tail -20 "$log"; tests_row "compute-sanitizer $tool" "$log" "$rc"; fi
     done
 
-    echo "== 2. the kernel lab: every attention version, checked and timed"
-    for program in attention_forward attention_backward; do
+    echo "== 2. the kernel lab: every attention and matmul version, checked and timed"
+    for program in attention_forward attention_backward matmul; do
         if timed 40 "$OUT/dev-$program.txt" ./dev/$program
         then record "dev/$program" "every version matches the CPU (table in $OUT/dev-$program.txt)"
         else failed "dev/$program" $? "$OUT/dev-$program.txt"; fi
         cat "$OUT/dev-$program.txt"
     done
 
-    echo "== 3. the paper-size 2parity model, --profile 2: the default kernels, then the fastest"
-    for kernels in default fastest; do
+    echo "== 3. the paper-size 2parity model, --profile 2: the default kernels, the fastest, then as a graph"
+    for kernels in default fastest graph; do
         extra=""
         [ $kernels = fastest ] && extra=$FASTEST
+        [ $kernels = graph ] && extra="$FASTEST --matmul-kernel 2 --cuda-graph"
         if timed 40 "$OUT/profile-$kernels.txt" ./maskprior $PAPER $extra --profile 2
         then record "profile ($kernels kernels)" "ok (table in $OUT/profile-$kernels.txt)"
         else failed "profile ($kernels kernels)" $? "$OUT/profile-$kernels.txt"; fi
@@ -146,7 +150,9 @@ if [ $FULL = 0 ]; then
     done
 
     echo "== 4. speed against PyTorch: the training step, then the attention layer alone"
-    if timed 100 "$OUT/bench.log" $PY tools/bench_gpu.py; then record "speed vs PyTorch" "$(tail -1 "$OUT/bench.log")"
+    # its last line: per size and mask variant, maskprior's fastest row over eager, compile, reduce-overhead
+    if timed 210 "$OUT/bench.log" $PY tools/bench_gpu.py --paper
+    then record "speed vs PyTorch" "$(tail -1 "$OUT/bench.log")"
     else failed "speed vs PyTorch" $?; fi
     cat "$OUT/bench.log"
     if timed 120 "$OUT/bench-attention.log" $PY tools/bench_attention.py
@@ -154,7 +160,12 @@ if [ $FULL = 0 ]; then
     else failed "attention vs PyTorch" $?; fi
     cat "$OUT/bench-attention.log"
 else
-    echo "== 5. paper-size runs (C 256, L 12, NH 6, HS 64, MLP 256, GOTU's Adam lr 1e-5 wd 1e-3, batch 256, 5 epochs)"
+    echo "== 5. the make-run size's step against PyTorch; paper-size runs"
+    if timed 150 "$OUT/bench-small.log" $PY tools/bench_gpu.py --small
+    then record "speed vs PyTorch (make-run size)" "$(tail -1 "$OUT/bench-small.log")"
+    else failed "speed vs PyTorch (make-run size)" $?; fi
+    cat "$OUT/bench-small.log"
+    echo "   paper-size runs (C 256, L 12, NH 6, HS 64, MLP 256, GOTU's Adam lr 1e-5 wd 1e-3, batch 256, 5 epochs)"
     for run in default mask mask-fastest; do
         init=${run%-fastest} extra=""
         [ $run = mask-fastest ] && extra=$FASTEST
@@ -220,8 +231,9 @@ if [ $FULL = 1 ]; then
     else echo "verdict: did not pass: $bad"; fi
 elif [ -z "$bad" ]; then
     refused=$(printf '%s' "$results" | grep 'refused' | cut -d'|' -f1 | tr '\n' ';' | sed 's/;$//; s/;/; /g')
-    echo "verdict: attention kernel 3 and --fast-kernels passed every check: switch the defaults" \
-         "(--attention-kernel 3 --fast-kernels)${refused:+; not run under the refused tools: $refused}"
+    echo "verdict: attention kernel 3, --fast-kernels, --matmul-kernel 2 and --cuda-graph passed every check:" \
+         "switch the defaults (compare the profile and bench rows first)" \
+         "${refused:+; not run under the refused tools: $refused}"
 else
     named=$(for log in $bad_logs; do kernels_named "$log"; done | tr ' ' '\n' | grep . | sort -u | tr '\n' ' ')
     versions=$(grep -h -o 'version := [0-9]*' $bad_logs /dev/null 2>/dev/null | sort -u | tr '\n' ' ')

@@ -163,7 +163,8 @@ def torch_step(task, cfg, batch, lr, wd, device="cpu", compile=False, params=Non
     (cfg["mask"] not "none") ±MASK_C from the task's G; torch.optim.AdamW with weight decay wd,
     the mask's 0. The step cycles through 32 random batches made here, before
     any clock starts. compile: the loss under torch.compile (forward and backward; the optimizer
-    stays eager)."""
+    stays eager), True for its default mode or the name of a mode ("reduce-overhead": CUDA graphs,
+    on a GPU only)."""
     import torch
     from torch_reference import model_loss, parameter_shapes
     torch.manual_seed(1)
@@ -189,7 +190,17 @@ def torch_step(task, cfg, batch, lr, wd, device="cpu", compile=False, params=Non
     groups = [{"params": [t for n, t in p.items() if n.endswith(".mask") == is_mask],
                "weight_decay": 0.0 if is_mask else wd} for is_mask in (False, True)]
     opt = torch.optim.AdamW([g for g in groups if g["params"]], lr=lr)
-    loss_fn = torch.compile(model_loss) if compile else model_loss
+    loss_fn = torch.compile(model_loss, mode=None if compile is True else compile) if compile else model_loss
+    # reduce-overhead: PyTorch's CUDAGraph Trees replay the compiled forward and backward as CUDA
+    # graphs whose outputs (the loss, the gradients) live in the graphs' memory pool. From their notes:
+    # a new iteration, after which the previous one's outputs may be overwritten, starts at a call of
+    # the compiled function with no backward pending; where that heuristic could be wrong, mark it with
+    # torch.compiler.cudagraph_mark_step_begin(), or clone what must outlive the iteration. Each step
+    # here marks its start, so nothing rests on the heuristic, and nothing needs a clone: AdamW reads
+    # the gradients in their own step, zero_grad drops the last step's unread, and time_windows reads
+    # a loss only after the last step. A caller keeping a loss past the next step must clone it.
+    mark_step = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", None)
+    mark_step = mark_step if compile == "reduce-overhead" else None
     batches = []
     next_token = cfg["head_type"] == "next_token"
     for _ in range(32):
@@ -207,6 +218,8 @@ def torch_step(task, cfg, batch, lr, wd, device="cpu", compile=False, params=Non
     count = [0]
 
     def step():
+        if mark_step:
+            mark_step()
         tokens, targets = batches[count[0] % len(batches)]
         count[0] += 1
         loss = loss_fn(p, cfg, tokens, targets)

@@ -1,32 +1,60 @@
-"""GPU speed of ./maskprior against the same training step in PyTorch, eager and torch.compile.
+"""GPU speed of ./maskprior against the same training step in PyTorch: eager, torch.compile and
+torch.compile's reduce-overhead mode, at two model sizes, one table each.
 
-    python3 tools/bench_gpu.py                    # tests/gpu_check.sh, step 4; about 90 s at most
+    python3 tools/bench_gpu.py                    # both sizes (time: below)
+    python3 tools/bench_gpu.py --paper            # the paper size only: make gpu-check, step 4
+    python3 tools/bench_gpu.py --small            # the make-run size only: make gpu-check-full, step 5
     /usr/bin/python3 tools/bench_gpu.py --device cpu --small   # a check of the script, no GPU
     python3 tools/bench_gpu.py --attention        # the attention layer alone against PyTorch eager,
                                                   # torch.compile and FlexAttention (tools/bench_attention.py)
 
-Model: the paper-size GOTU model on 2parity: B 256, T 16, vocab 3, C 256,
-L 12, NH 6, HS 64, MLP 256, scalar regression head on CLS, MSE, AdamW lr 1e-5, weight decay
-1e-3 (mask 0), fp32 with TF32 off on both sides. Two variants: no mask (--init default) and
-one (T,T) mask per layer shared by the heads (--init mask, ±6 from G). --small: the `make run`
-model (C 32, L 2, NH 2, HS 16, MLP 32, B 64, lr 1e-3) and shorter windows. On a GPU, maskprior
-also runs with its faster kernel versions (--attention-kernel 3 --fast-kernels), a row of its
-own; "ours / this" stays the default kernels' rate over each row's.
+Sizes, one after the other in the same run (--paper: the first only; --small: the second only):
+- paper: the paper-size GOTU model on 2parity: B 256, T 16, vocab 3, C 256, L 12, NH 6, HS 64,
+  MLP 256, scalar regression head on CLS, MSE, AdamW lr 1e-5; 2 s of windows after 1 s of warm-up.
+- make-run: the `make run` model (C 32, L 2, NH 2, HS 16, MLP 32, B 64, lr 1e-3) on 2parity;
+  shorter windows, 1 s after 0.5 s of warm-up.
+Both with weight decay 1e-3 (mask 0), fp32 with TF32 off on both sides, in two variants: no mask
+(--init default) and one (T,T) mask per layer shared by the heads (--init mask, ±6 from G).
+
+Rows, for each variant
+- maskprior: the default kernels, the reference of "ours / this" (its steps/s over the row's)
+- maskprior, faster kernels: --attention-kernel 3 --fast-kernels
+- maskprior, --cuda-graph: the training step captured once as a CUDA graph and replayed
+- maskprior, --matmul-kernel 2: cuBLASLt, the bias, GELU and bias gradient fused as epilogues
+- maskprior, faster + graph + matmul 2: the three above together
+  (these four exist only on a GPU: --device cpu leaves them out)
+- PyTorch eager
+- torch.compile: the default mode
+- torch.compile reduce-overhead: the same compiled step, its forward and backward launched as
+  CUDA graphs by PyTorch (the fair peer of --cuda-graph); --device cpu prints the row as skipped
 
 Method (tools/bench.py's helpers)
-- maskprior: ./maskprior --device cuda printing a progress line every LOG_EVERY steps; each
+- maskprior: ./maskprior --device cuda printing a progress line every 20 steps (make-run: 50); each
   line times its window of training steps only (the program syncs the GPU before it reads the
-  clock, and excludes evaluation). Two warm-up windows, then SECONDS of windows, then it is
-  stopped. A failing ./maskprior ends this script with its output and a non-zero exit.
+  clock, and excludes evaluation). Two warm-up windows, then the size's seconds of windows, then
+  it is stopped. A failing ./maskprior ends this script with its output and a non-zero exit.
 - PyTorch eager: tests/torch_reference.py's model_loss over a dict of leaf tensors drawn like
-  the C++ default init, torch.optim.AdamW (its default implementation), a random ±1 batch
-  made on the device in every step, as the binary makes one every step. WARMUP_S of warm-up,
-  then 10 windows filling SECONDS, each closed by torch.cuda.synchronize().
-- torch.compile: the same step with model_loss compiled (default mode; forward and backward
-  go through inductor, AdamW stays eager). Three warm-up steps compile it, stopped after
-  COMPILE_CAP seconds (the row then says so); the compile time is printed, not counted.
-- Rates are medians over the windows; "ours / this" = maskprior's steps/s / the row's. The
-  last line is the summary that gpu_check.sh puts in its table.
+  the C++ default init, torch.optim.AdamW (its default implementation), a batch from 32 random
+  ±1 batches made on the device before any clock starts (the binary makes one every step). The
+  size's warm-up, then 10 windows filling its seconds, each closed by torch.cuda.synchronize().
+- torch.compile: the same step with model_loss compiled (forward and backward go through
+  inductor, AdamW stays eager). torch._dynamo.reset() first, so no row runs another's compiled
+  code (inductor's caches on disk may still make the later compiles shorter). Three warm-up
+  steps compile it, stopped after COMPILE_CAP seconds (the row then says so); the compile time
+  is printed, not counted; then windows as for eager.
+- torch.compile(mode="reduce-overhead"): the same, PyTorch's CUDAGraph Trees running the
+  compiled forward and backward as CUDA graphs (AdamW stays eager, launched outside the
+  graphs). Its own warm-up is in the same three steps, under the same COMPILE_CAP: the
+  first runs the compiled code without a graph, the second records the graphs, the third
+  replays them; the printed time covers all three. Each step marks a new iteration first
+  (bench.torch_step).
+- Rates are medians over the windows. Each size's table is printed when its rows are done; the
+  last line is the summary that gpu_check.sh puts in its table: per size and variant, the
+  fastest maskprior row, its ms/step and its speed over eager, compile and reduce-overhead.
+- Time, an estimate (not yet timed on a GPU) from the first GPU session's paper-size steps
+  (59 ms maskprior, 18 ms eager) and COMPILE_CAP: about 3 minutes for both sizes, 2 for
+  --paper, 1 for --small; up to about 6 (--paper: 3.5, --small: 2.5) when every compile, four
+  a size, runs to COMPILE_CAP.
 """
 import argparse
 import os
@@ -41,9 +69,20 @@ import torch  # noqa: E402
 
 PAPER = {"width": 256, "layers": 12, "heads": 6, "head_size": 64, "mlp": 256, "batch": 256, "lr": 1e-5}
 SMALL = {"width": 32, "layers": 2, "heads": 2, "head_size": 16, "mlp": 32, "batch": 64, "lr": 1e-3}
+# each size: (model, seconds of windows, seconds of warm-up, maskprior's steps per progress line)
+SIZES = {"paper": (PAPER, 2.0, 1.0, 20), "make-run": (SMALL, 1.0, 0.5, 50)}
 WD, COMPILE_CAP = 1e-3, 30
 FASTEST = ("--attention-kernel", "3", "--fast-kernels")  # the faster kernels, in a row of their own
+GRAPH, MATMUL2 = ("--cuda-graph",), ("--matmul-kernel", "2")
+# maskprior's rows: (name, summary word, flags); the first is the reference, the others need a GPU
+OURS = [("maskprior", "default", ()),
+        ("maskprior, faster kernels", "faster", FASTEST),
+        ("maskprior, --cuda-graph", "graph", GRAPH),
+        ("maskprior, --matmul-kernel 2", "matmul 2", MATMUL2),
+        ("maskprior, faster + graph + matmul 2", "faster + graph + matmul 2", FASTEST + GRAPH + MATMUL2)]
+PEERS = ("eager", "compile", "reduce-overhead")  # PyTorch's rows, by summary word
 VARIANTS = {"none": "default", "layer": "mask"}  # torch_reference's mask kind: maskprior's --init
+NAME_WIDTH = 48  # the implementation column
 
 
 def maskprior_rate(m, init, device, seconds, log_every, extra=()):
@@ -54,11 +93,12 @@ def maskprior_rate(m, init, device, seconds, log_every, extra=()):
     return statistics.median(rates), first
 
 
-def compiled_rate(make_step, seconds, sync):
-    """(steps/s, row name) of the step that make_step() builds with torch.compile; steps/s is
-    None when torch.compile is missing, fails or takes more than COMPILE_CAP seconds."""
+def compiled_rate(make_step, seconds, warmup_s, sync, label):
+    """(steps/s, row name) of the step that make_step() builds with torch.compile, `label` naming
+    the mode in the row; steps/s is None when torch.compile is missing, fails or takes more than
+    COMPILE_CAP seconds for its three warm-up steps."""
     if not hasattr(torch, "compile"):
-        return None, "torch.compile: not in torch %s" % torch.__version__
+        return None, "%s: no torch.compile in torch %s" % (label, torch.__version__)
     torch._dynamo.reset()
     step, t0 = make_step(), time.perf_counter()
 
@@ -67,79 +107,108 @@ def compiled_rate(make_step, seconds, sync):
     signal.signal(signal.SIGALRM, give_up)
     signal.setitimer(signal.ITIMER_REAL, COMPILE_CAP, 1)  # again every second, should one be swallowed
     try:
-        for _ in range(3):
+        for _ in range(3):  # reduce-overhead: the compiled code's run, the graphs' recording, a replay
             step()
         sync()
     except Exception as e:  # the TimeoutError, maybe wrapped by dynamo, or a failure to compile
         if time.perf_counter() - t0 >= COMPILE_CAP:
-            return None, "torch.compile: gave up after %d s of compiling" % COMPILE_CAP
-        return None, "torch.compile failed: %s" % (str(e).strip().splitlines() or [type(e).__name__])[0][:45]
+            return None, "%s: gave up after %d s of compiling" % (label, COMPILE_CAP)
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        return None, ("%s failed: %s" % (label, why))[:NAME_WIDTH + 34]  # the row's width
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     compile_s = time.perf_counter() - t0
-    rates, _ = bench.time_windows(step, seconds, 0.5, sync=sync)
-    return statistics.median(rates), "torch.compile (%.0f s to compile)" % compile_s
+    rates, _ = bench.time_windows(step, seconds, warmup_s, sync=sync)
+    return statistics.median(rates), "%s (%.0f s to compile)" % (label, compile_s)
+
+
+def measure(m, device, seconds, warmup_s, log_every, sync):
+    """One size's rows: {variant: [(name, summary word, steps/s or None)]}, maskprior's first (OURS
+    order), then PyTorch's (PEERS order); and the first line of maskprior's first run (its device)."""
+    rows, first = {v: [] for v in VARIANTS}, ""
+    for name, word, flags in OURS if device == "cuda" else OURS[:1]:  # the CPU has no other kernels
+        for v, init in VARIANTS.items():
+            rate, line = maskprior_rate(m, init, device, seconds, log_every, flags)
+            rows[v].append((name, word, rate))
+            first = first or line
+    cfg = {"width": m["width"], "layers": m["layers"], "heads": m["heads"], "head_size": m["head_size"],
+           "mlp": m["mlp"], "seq_len": 16, "vocab": 3, "out": 1, "causal": 0, "head_type": "regression"}
+
+    def make_step(variant, compile=False):
+        return bench.torch_step("2parity", dict(cfg, mask=variant), m["batch"], m["lr"], WD, device, compile)
+    for v in VARIANTS:
+        rates, _ = bench.time_windows(make_step(v), seconds, warmup_s, sync=sync)
+        rows[v].append(("PyTorch eager", "eager", statistics.median(rates)))
+    # after every eager row: a compile cut short may leave workers behind
+    for label, word, mode in (("torch.compile", "compile", True),
+                              ("torch.compile reduce-overhead", "reduce-overhead", "reduce-overhead")):
+        for v in VARIANTS:
+            if mode == "reduce-overhead" and device == "cpu":
+                rate, name = None, label + ": skipped, its CUDA graphs need a GPU"
+            else:
+                rate, name = compiled_rate(lambda: make_step(v, mode), seconds, warmup_s, sync, label)
+            rows[v].append((name, word, rate))
+    return rows, first
+
+
+def print_table(size, m, device, rows):
+    print("maskprior GPU benchmark, %s size: task 2parity, B %d T 16 C %d L %d NH %d HS %d MLP %d, AdamW, "
+          "fp32 (TF32 off), %s" % (size, m["batch"], m["width"], m["layers"], m["heads"], m["head_size"],
+                                   m["mlp"], device))
+    bar = "+---------+%s+---------+---------+-------------+" % ("-" * (NAME_WIDTH + 2))
+    print(bar + "\n| mask    | %-*s | steps/s | ms/step | ours / this |\n" % (NAME_WIDTH, "implementation") + bar)
+    for v in VARIANTS:
+        reference = rows[v][0][2]  # maskprior with the default kernels
+        for name, _, rate in rows[v]:
+            if rate is None:
+                print("| %-7s | %-*s |" % (v, NAME_WIDTH + 34, name))
+            else:
+                print("| %-7s | %-*s | %7.1f | %7.3f | %10.2fx |" % (v, NAME_WIDTH, name, rate, 1000 / rate,
+                                                                     reference / rate))
+    print(bar)
+
+
+def fastest_summary(rows):
+    """Per variant: maskprior's fastest row, its ms/step, and its speed over each of PyTorch's rows."""
+    ours_words = [word for _, word, _ in OURS]
+    parts = []
+    for v in VARIANTS:
+        _, word, rate = max((row for row in rows[v] if row[1] in ours_words), key=lambda row: row[2])
+        rate_of = {w: r for _, w, r in rows[v]}
+        ratios = ["%.2fx %s" % (rate / rate_of[w], w) if rate_of.get(w) else w + " n/a" for w in PEERS]
+        parts.append("%s: %s at %.2f ms/step, %s" % ("mask" if v == "layer" else "no mask", word, 1000 / rate,
+                                                      ", ".join(ratios)))
+    return "; ".join(parts)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
-    ap.add_argument("--small", action="store_true", help="the make-run model and short windows")
+    ap.add_argument("--small", action="store_true", help="only the make-run size (short windows)")
+    ap.add_argument("--paper", action="store_true", help="only the paper size")
     ap.add_argument("--attention", action="store_true", help="the attention layer alone (tools/bench_attention.py)")
     opt = ap.parse_args()
     if opt.attention:
         import bench_attention
         return bench_attention.main(["--device", opt.device] + (["--small"] if opt.small else []))
-    m = SMALL if opt.small else PAPER
-    seconds, warmup_s, log_every = (1.0, 0.5, 10) if opt.small else (2.0, 1.0, 20)
+    sizes = ["make-run"] if opt.small else ["paper"] if opt.paper else ["paper", "make-run"]
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     sync = torch.cuda.synchronize if opt.device == "cuda" else (lambda: None)
     if opt.device == "cpu":  # as bench.py's main row: OpenBLAS on 1 thread under torch's OpenMP pool
         bench.blas_threads(bench.torch_sgemm_library(torch), 1)
-    cfg = {"width": m["width"], "layers": m["layers"], "heads": m["heads"], "head_size": m["head_size"],
-           "mlp": m["mlp"], "seq_len": 16, "vocab": 3, "out": 1, "causal": 0, "head_type": "regression"}
     t_start = time.perf_counter()
-
-    ours = {v: maskprior_rate(m, init, opt.device, seconds, log_every) for v, init in VARIANTS.items()}
-    rows = {v: [("maskprior", "", ours[v][0])] for v in VARIANTS}  # (name, summary word, steps/s)
-    if opt.device == "cuda":  # the faster kernel versions (README: Kernels for learners); the CPU has none
-        for v, init in VARIANTS.items():
-            rate = maskprior_rate(m, init, opt.device, seconds, log_every, FASTEST)[0]
-            rows[v].append(("maskprior, faster kernels", "faster", rate))
-
-    def make_step(variant, compile=False):
-        return bench.torch_step("2parity", dict(cfg, mask=variant), m["batch"], m["lr"], WD, opt.device, compile)
-    for v in VARIANTS:
-        rates, _ = bench.time_windows(make_step(v), seconds, warmup_s, sync=sync)
-        rows[v].append(("PyTorch eager", "eager", statistics.median(rates)))
-    for v in VARIANTS:  # after every eager row: a compile cut short may leave workers behind
-        rate, name = compiled_rate(lambda: make_step(v, compile=True), seconds, sync)
-        rows[v].append((name, "compile", rate))
-
-    print("maskprior GPU benchmark: task 2parity, B %d T 16 C %d L %d NH %d HS %d MLP %d, AdamW, fp32 (TF32 off), %s"
-          % (m["batch"], m["width"], m["layers"], m["heads"], m["head_size"], m["mlp"], opt.device))
-    bar = "+---------+-----------------------------------+---------+---------+-------------+"
-    print(bar + "\n| mask    | implementation                    | steps/s | ms/step | ours / this |\n" + bar)
-    for v in VARIANTS:
-        for name, _, rate in rows[v]:
-            if rate is None:
-                print("| %-7s | %-67s |" % (v, name))
-            else:
-                print("| %-7s | %-33s | %7.1f | %7.3f | %10.2fx |" % (v, name, rate, 1000 / rate, ours[v][0] / rate))
-    print(bar)
-    print("device:    %s" % (torch.cuda.get_device_name() if opt.device == "cuda" else "CPU, %d threads" % bench.THREADS))
-    print("maskprior: %s" % ours["layer"][1].split(": ", 1)[-1])
+    summaries, first = [], ""
+    for size in sizes:
+        m, seconds, warmup_s, log_every = SIZES[size]
+        rows, first = measure(m, opt.device, seconds, warmup_s, log_every, sync)
+        print_table(size, m, opt.device, rows)  # now, so that a run stopped later still shows it
+        summaries.append("%s size, %s" % (size, fastest_summary(rows)))
+    device = torch.cuda.get_device_name() if opt.device == "cuda" else "CPU, %d threads" % bench.THREADS
+    print("device:    %s" % device)
+    print("maskprior: %s" % first.split(": ", 1)[-1])
     print("PyTorch:   %s; the whole benchmark took %.0f s" % (torch.__version__, time.perf_counter() - t_start))
-    summary = []
-    for v in VARIANTS:
-        rate_of = {word: rate for _, word, rate in rows[v]}  # "" is ours with the default kernels
-        for label, word in (("", ""), ("faster kernels ", "faster")):
-            if word in rate_of:
-                ratios = ["%.2fx %s" % (rate_of[word] / rate_of[w], w) if rate_of[word] and rate_of[w] else w + " n/a"
-                          for w in ("eager", "compile")]
-                summary.append("%s%s (%s)" % (label, ", ".join(ratios), "mask" if v == "layer" else "no mask"))
-    print("maskprior " + "; ".join(summary))
+    print("maskprior's fastest row over PyTorch: " + "; ".join(summaries))
 
 
 if __name__ == "__main__":
