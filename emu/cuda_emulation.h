@@ -26,10 +26,14 @@
 //     nobody wrote gets NaN, which the tests never let pass;
 //   - the runtime calls: cudaMalloc, cudaFree, cudaMemcpy, cudaMemset, cudaGetLastError,
 //     cudaPeekAtLastError, cudaDeviceSynchronize, cudaGetDeviceCount, cudaSetDevice,
-//     cudaGetDeviceProperties, cudaGetErrorString, and events (host wall-clock time).
+//     cudaGetDeviceProperties, cudaGetErrorString, events (host wall-clock time), and streams,
+//     pinned memory, asynchronous copies, stream capture and graphs (emu/streams.h: work runs in
+//     the call unless its stream captures, which records it; what CUDA refuses during a capture
+//     is refused);
+//   - cuBLAS's and cuBLASLt's calls (emu/cublas_emulation.h, emu/cublaslt_emulation.h).
 // What it cannot show: speed, coalescing, occupancy, bank conflicts, the GPU's weak memory
 // ordering (here every write is seen at once by every later reader), atomics (the program
-// uses none), streams, and tensor-core instructions. A static `__shared__` array keeps its
+// uses none), the overlap of a stream's work with the host, and tensor-core instructions. A static `__shared__` array keeps its
 // values from one block to the next (blocks share one copy, in turn) rather than starting
 // undefined; memory from DYNAMIC_SHARED starts as NaN in every block. `make gpu-check` on a
 // real GPU stays the final word.
