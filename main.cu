@@ -157,7 +157,9 @@ static int train(int argc, char** argv) {
     const std::string loss_name = cfg.readout == READOUT_REGRESSION ? opt.loss : "cross-entropy";
     const nlohmann::ordered_json metrics = metrics_json(
         {{"task", opt.task}, {"init", opt.init}, {"variant", init_variant(opt)}, {"seed", opt.seed},
-         {"data_dir", opt.data_dir}, {"optimizer", opt.optimizer}, {"encoding", opt.encoding}, {"loss", loss_name},
+         {"data_dir", opt.data_dir}, {"pe_scale", opt.pe_scale}, {"optimizer", opt.optimizer},
+         {"weight_decay_on", weight_decay_on(model)},
+         {"encoding", opt.encoding}, {"loss", loss_name},
          {"steps", steps}, {"seconds", seconds}, {"final_loss", loss}, {"train_examples", task->train_size()},
          {"eval_examples", task->eval_size()}},
         ev, dev, kernels, command_line(argc, argv));

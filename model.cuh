@@ -78,6 +78,7 @@ struct Model {
     float* token_value = nullptr;  // (V) on dev: cfg.token_value; nullptr under token encoding
     AdamWSettings adam;
     float weight_decay = 1e-3f, mask_weight_decay = 0.0f;
+    bool decay_matrices_only = false;  // weight decay on the weight matrices alone (model_adamw_groups)
     float label_smoothing = 0.0f;  // of the cross-entropy readouts
     bool freeze_mask = false;      // --freeze-mask: M is a constant, with no gradient and no update
     float* norm_scratch = nullptr;  // (grad_norm_scratch_size(num_params)) model_clip_gradients' sums and result
@@ -547,8 +548,21 @@ inline void model_clip_gradients(Model& model, float max_norm) {
     clip_gradients(model.dev, model.grads_mem, model.num_params, max_norm, model.norm_scratch);
 }
 
-// The ranges of the flat buffers AdamW updates: each tensor's with its weight decay (the mask has
-// its own), a frozen mask in none (untouched).
+// Whether a tensor is one of the weight matrices that timm and nanoGPT decay: a matrix of a
+// linear layer or the token embedding; not a bias, a LayerNorm parameter, the position
+// embedding, CLS, the scalar encoding's wval or the mask (which has a weight decay of its own).
+inline bool is_decayed_matrix(const TensorInfo& info) {
+    return info.shape.size() == 2 && info.field != &ParamTensors::wpe && info.field != &ParamTensors::mask;
+}
+
+// which weights decay: "matrices" or "all" (the rule's name in the checkpoint, metrics.json and
+// the start-up table)
+inline std::string weight_decay_on(const Model& model) { return model.decay_matrices_only ? "matrices" : "all"; }
+
+// The ranges of the flat buffers AdamW updates: each tensor's with its weight decay: the mask its
+// own; every other tensor model.weight_decay (GOTU's Adam, the Boolean and arithmetic tasks), or
+// with decay_matrices_only (images and language, as timm and nanoGPT do it) the weight matrices
+// alone and 0 elsewhere. A frozen mask is in no range (untouched).
 inline AdamWGroups model_adamw_groups(const Model& model) {
     std::vector<const TensorInfo*> by_offset;
     for (const TensorInfo& info : model.layout)
@@ -560,8 +574,8 @@ inline AdamWGroups model_adamw_groups(const Model& model) {
     for (const TensorInfo* info : by_offset) {
         const bool mask = info->field == &ParamTensors::mask;
         if (mask && model.freeze_mask) continue;
-        groups.add(offset(info), offset(info) + info->numel * info->slices,
-                   mask ? model.mask_weight_decay : model.weight_decay);
+        const float decay = !model.decay_matrices_only || is_decayed_matrix(*info) ? model.weight_decay : 0.0f;
+        groups.add(offset(info), offset(info) + info->numel * info->slices, mask ? model.mask_weight_decay : decay);
     }
     return groups;
 }

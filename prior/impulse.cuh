@@ -2,7 +2,10 @@
 // initialisation", NeurIPS 2025; the SVD form of their code), for images only. Every head of
 // every layer starts as one tap of a 3x3 convolution over the patch grid: the patch at (r, c)
 // attends to the patch at (r+m, c+n). It needs no G and no mask, and it fills the host copy of
-// the flat parameter buffer after init_default (which has drawn wpe).
+// the flat parameter buffer after init_default (which has drawn wpe) and the position scale.
+//   scale:   as the authors run it, wpe is multiplied by 18 before the fit and kept (--pe-scale,
+//            whose default is 18 for this init: run/setup.cuh, initialise): std 0.02 becomes 0.36,
+//            so that position weighs in the first layer's input beside the patches' content.
 //   offset:  head h takes entry idx of a 3x3 kernel, idx in the order 4 1 5 3 7 0 2 6 8 (head 0
 //            the centre, then the four neighbours, then the corners; past 9 heads the order
 //            cycles), (m, n) = (idx / 3 - 1, idx % 3 - 1).
@@ -10,7 +13,7 @@
 //            T_h[p, p'] = 1 where p' = (r+m, c+n) is inside the grid, 0 elsewhere.
 //   logits:  W_h = 1000·T_h + 3ε ⊙ (1 - T_h)   (N,N), ε ~ N(0, 0.6²) cut to [-2, 2] (the
 //            absolute bounds of torch.nn.init.trunc_normal_(std=0.6)), fresh for each layer and head.
-//   inputs:  Pe (N,C): the patches' position embeddings wpe[1..N], each row LayerNormed without
+//   inputs:  Pe (N,C): the patches' position embeddings wpe[1..N] (scaled), each row LayerNormed without
 //            affine (population variance, eps 1e-5); Pe⁺ (C,N) its pseudo-inverse over its HS
 //            largest singular values.
 //   Wq, Wk:  B_h = Pe⁺ W_h Pe⁺^T (C,C), the least-squares B with Pe B Pe^T ≈ W_h (exact when
@@ -18,15 +21,16 @@
 //            Wq = S^½ U^T and Wk = S^½ V^T (HS,C each; Wq^T Wk = B_h), each then rescaled to
 //            Frobenius norm 7; q, k biases 0. So the logits Pe Wq^T Wk Pe^T / sqrt(HS) keep the
 //            pattern of W_h at a sharpness set by the norm 7, not by the 1000.
-//   Wv, Wo:  as mimetic's (init_mimetic): Wv^T Wo_h^T ≈ 0.4 Z' - 0.4 I, Z' ~ N(0, 1/C) (C,C),
-//            by its rank-HS truncated SVD.
+//   Wv, Wo:  one matrix per layer, as mimetic's (set_layer_value_output): Σ_h Wv_h^T Wo_h^T =
+//            0.4 Z - 0.4 I, Z ~ U(±sqrt(3/C)) (C,C), exact when NH·HS >= C.
 // HS > N or HS > C is allowed: Pe⁺ and B then have fewer than HS singular values, and the
 // factors' extra rows are 0.
 #pragma once
 #include <cmath>
 #include <utility>
-#include "prior/init.cuh"   // set_query_key; through model.cuh Config, param_bind, block_params, Rng, fail
-#include "prior/linalg.h"   // Matrix, svd, multiply, transpose, low_rank_factors
+#include "prior/init.cuh"       // set_query_key, set_layer_value_output; through it Config, param_bind, Rng, fail
+#include "prior/linalg.h"       // Matrix, svd, multiply, transpose, low_rank_factors
+#include "prior/structure.h"    // Structure
 
 // Head h's offset (m, n) on the patch grid: the patch at (r, c) attends to (r+m, c+n).
 inline std::pair<int, int> impulse_offset(int head) {
@@ -77,7 +81,7 @@ inline void init_impulse(const Config& c, float* params, Rng& rng) {
     const Matrix Pe = patch_position_inputs(c, params);            // (N,C)
     const Matrix Pe_inv = truncated_pseudo_inverse(Pe, c.HS);      // (C,N)
     const Matrix Pe_inv_T = transpose(Pe_inv);                     // (N,C)
-    for (int l = 0; l < c.L; l++)
+    for (int l = 0; l < c.L; l++) {
         for (int h = 0; h < c.NH; h++) {
             const auto [m, n] = impulse_offset(h);
             Matrix W(N, N);  // the target logits W_h
@@ -96,6 +100,28 @@ inline void init_impulse(const Config& c, float* params, Rng& rng) {
                 for (double& x : w->a) x *= 7.0 / std::sqrt(norm);
             }
             set_query_key(c, params, l, h, Wq, Wk);
-            set_mimetic_value_output(c, params, l, h, rng);
         }
+        set_layer_value_output(c, params, l, rng);
+    }
+}
+
+// The impulse init's own structure, for the step-0 check beside the task's G: head h's patch
+// query p = r·cols + c (token 1 + p) and the key at its offset, (NH,T,T):
+//   G_h[1 + p, 1 + p'] = T_h[p, p']      CLS's row and column 0, a patch on the grid's edge whose
+//                                        offset leaves the grid without a key.
+inline Structure impulse_structure(const Config& c) {
+    const int N = c.patches(), cols = c.patch_cols(), rows = c.patch_rows(), T = c.T;
+    Structure G;
+    G.heads = c.NH;
+    G.T = T;
+    G.g.assign((size_t)c.NH * T * T, 0.0f);
+    for (int h = 0; h < c.NH; h++) {
+        const auto [m, n] = impulse_offset(h);
+        for (int p = 0; p < N; p++) {
+            const int r = p / cols + m, col = p % cols + n;
+            if (r >= 0 && r < rows && col >= 0 && col < cols)
+                G.g[((size_t)h * T + 1 + p) * T + 1 + r * cols + col] = 1.0f;
+        }
+    }
+    return G;
 }

@@ -17,8 +17,12 @@
 //            logits are c·G (pseudo-inverse + truncated SVD); q, k biases 0. No mask.
 //   qk-opt:  default, then Wq, Wk of each head fitted by Adam, through the model's own
 //            attention forward/backward, so that softmax(logits) = softmax(c·G). No mask.
-//   mimetic: default, then per head Wq^T Wk ≈ 0.7 Z + 0.7 I and Wv^T Wo_h^T ≈ 0.4 Z' - 0.4 I
-//            (Trockman & Kolter 2023), Z, Z' ~ N(0, 1/C), by truncated SVD. Needs no G.
+//   mimetic: default, then per head Wq^T Wk ≈ 0.7 Z + 0.7 I (Trockman & Kolter 2023), Z ~ N(0, 1/C),
+//            by truncated SVD, and per layer Σ_h Wv_h^T Wo_h^T = 0.4 Z' - 0.4 I, Z' ~ U(±sqrt(3/C)),
+//            as the impulse init's authors write it (set_layer_value_output). Needs no G.
+// Between the default weights and the init, initialise (run/setup.cuh) multiplies the position
+// embedding wpe by --pe-scale S (scale_position_embedding): by default 18 for impulse, 1 (nothing
+// done) for the others.
 // The structured inits (mask, qk-svd, qk-opt) all aim at one attention pattern,
 //   P = softmax_rows(c·G)      (causal: over the keys j <= i),
 // which is exactly the mask init's pattern when the QK logits are zero, because
@@ -79,6 +83,16 @@ inline void init_default(const Config& c, float* params, Rng& rng, WeightInit st
             if (c.token_value[v] != 0.0f)
                 for (int i = 0; i < c.C; i++) p.wte[(size_t)v * c.C + i] = 0.0f;
     }
+}
+
+// --pe-scale S: wpe <- S·wpe (T,C), every row, CLS's (row 0 of an image model) included, as the
+// impulse authors scale timm's pos_embed (by 18) before fitting the heads and keep it. S = 1
+// leaves the buffer untouched, so that a run without the flag is what it was before the flag.
+inline void scale_position_embedding(const Config& c, float* params, float S) {
+    // params (num_params) host memory, with the default init in it
+    if (S == 1.0f) return;
+    float* wpe = param_bind(c, params).wpe;  // (T,C)
+    for (size_t i = 0; i < (size_t)c.T * c.C; i++) wpe[i] *= S;
 }
 
 // Writes ±c into the mask of every layer that has one, from G (one (T,T), or one per mask head).
@@ -295,33 +309,47 @@ inline QkFit init_qk_opt(Model& model, float* params, const AttentionInputs& E, 
     return fit;
 }
 
-// mimetic (Trockman & Kolter, "Mimetic initialization of self-attention layers", 2023): per
-// layer and head, the QK and the value-output products copy what trained attention layers
-// look like: Wq^T Wk ≈ 0.7 Z + 0.7 I (attend to yourself, plus noise) and Wv^T Wo_h^T ≈
-// 0.4 Z' - 0.4 I, with Z, Z' ~ N(0, 1/C) (C,C), each factored by its rank-HS truncated SVD.
-// Wo_h (C,HS) is head h's block of columns of the output projection. q, k biases are set to 0.
-// Head h's value rows and output-projection columns in layer l, as init_mimetic sets them:
-// Wv^T Wo_h^T ≈ 0.4 Z' - 0.4 I, Z' ~ N(0, 1/C), by its rank-HS truncated SVD.
-inline void set_mimetic_value_output(const Config& c, float* params, int l, int h, Rng& rng) {
+// mimetic's and impulse's value and output weights, one matrix per layer as the impulse init's
+// authors write them for both (their get_ortho_like; not one matrix per head). For layer l:
+//   M = 0.4 Z - 0.4 I                        (C,C), Z_ij ~ U(±sqrt(3/C)): variance 1/C, drawn once
+//   M ≈ X^T Y                                X, Y (NH·HS, C): low_rank_factors(M, NH·HS), the SVD's
+//                                            factors sqrt(S) U^T and sqrt(S) V^T, largest σ first
+//   Wv_h = X[h·HS .. h·HS+HS-1, :]           head h's value rows (HS,C)
+//   Wo_h^T = Y[h·HS .. h·HS+HS-1, :]         Wo_h (C,HS): head h's columns of the output projection
+// The layer's output is out = Σ_h A_h x Wv_h^T Wo_h^T (the heads' y = A v side by side, times
+// Wo^T), so when every head attends to itself it adds x·M with
+//   Σ_h Wv_h^T Wo_h^T = X^T Y = M         exactly (to rounding) when NH·HS >= C: the factors' rows
+//                                            past C are 0.
+// With NH·HS < C no split is exact, and the layer gets M's best rank-NH·HS approximation.
+// (The authors' mimetic code stores the two factors untransposed, so that its product is
+// (Y X^T)^T, which has M's eigenvalues and trace but not its entries; M itself is used here, as
+// their impulse code has it.) The v and output biases keep their default values.
+inline void set_layer_value_output(const Config& c, float* params, int l, Rng& rng) {
     const int C = c.C, AW = c.attention_width();
-    Matrix vo(C, C);
+    const double bound = std::sqrt(3.0 / C);
+    Matrix M(C, C);
     for (int i = 0; i < C; i++)
-        for (int j = 0; j < C; j++) vo(i, j) = 0.4 * rng.normal() / std::sqrt((double)C) - (i == j ? 0.4 : 0);
-    Matrix Wv, WoT;  // (HS,C) each
-    low_rank_factors(vo, c.HS, Wv, WoT);
+        for (int j = 0; j < C; j++) M(i, j) = 0.4 * rng.uniform(-bound, bound) - (i == j ? 0.4 : 0);
+    Matrix X, Y;  // (AW,C) each, X^T Y = M (or its best rank-AW approximation)
+    low_rank_factors(M, AW, X, Y);
     const BlockParams block = block_params(c, param_bind(c, params), l);
-    float* wv = block.qkvw + (size_t)(2 * AW + h * c.HS) * C;  // (HS,C) head h's value rows
-    float* wo = block.projw;                                 // (C,NH·HS)
-    for (int d = 0; d < c.HS; d++)
+    float* wv = block.qkvw + (size_t)2 * AW * C;  // (AW,C) the value rows, head after head
+    float* wo = block.projw;                      // (C,AW)
+    for (int k = 0; k < AW; k++)
         for (int i = 0; i < C; i++) {
-            wv[(size_t)d * C + i] = (float)Wv(d, i);
-            wo[(size_t)i * AW + h * c.HS + d] = (float)WoT(d, i);
+            wv[(size_t)k * C + i] = (float)X(k, i);
+            wo[(size_t)i * AW + k] = (float)Y(k, i);
         }
 }
 
+// mimetic (Trockman & Kolter, "Mimetic initialization of self-attention layers", 2023): the QK
+// and the value-output products copy what trained attention layers look like. Per layer and
+// head Wq^T Wk ≈ 0.7 Z + 0.7 I (attend to yourself, plus noise), Z ~ N(0, 1/C) (C,C), by its
+// rank-HS truncated SVD, q, k biases 0; then the layer's value and output weights
+// (set_layer_value_output: Σ_h Wv_h^T Wo_h^T = 0.4 Z' - 0.4 I).
 inline void init_mimetic(const Config& c, float* params, Rng& rng) {
     const int C = c.C;
-    for (int l = 0; l < c.L; l++)
+    for (int l = 0; l < c.L; l++) {
         for (int h = 0; h < c.NH; h++) {
             Matrix qk(C, C);
             for (int i = 0; i < C; i++)
@@ -329,8 +357,9 @@ inline void init_mimetic(const Config& c, float* params, Rng& rng) {
             Matrix Wq, Wk;
             low_rank_factors(qk, c.HS, Wq, Wk);
             set_query_key(c, params, l, h, Wq, Wk);
-            set_mimetic_value_output(c, params, l, h, rng);
         }
+        set_layer_value_output(c, params, l, rng);
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -339,10 +368,13 @@ inline void init_mimetic(const Config& c, float* params, Rng& rng) {
 struct InitCheck {
     double prior_mass = 0, target_mass = 0;  // attention on G-allowed keys: A's, and P's own
     double mean_abs_diff = 0, max_abs_diff = 0;  // |A - P| over all entries
+    double own_mass = -1;  // A's attention on the init's own structure (InitKind::own_structure); -1: none
 };
 
-inline InitCheck init_check(Model& model, ModelInput samples, int N, const Structure& G, float mask_c) {
-    // tokens (N,T): sample examples; the first min(N, B) are used
+// own: the init's own structure, or nullptr; its mass counts the queries it gives a key
+inline InitCheck init_check(Model& model, ModelInput samples, int N, const Structure& G, float mask_c,
+                            const Structure* own = nullptr) {
+    // samples: tokens (N,T) or pixels (N, channels, H, W); the first min(N, B) are used
     const Config& c = model.cfg;
     const int rows = std::min(N, model.B), T = c.T;
     std::vector<float> att((size_t)rows * c.NH * T * T), pattern(att.size());
@@ -361,5 +393,6 @@ inline InitCheck init_check(Model& model, ModelInput samples, int N, const Struc
     }
     check.prior_mass = attention_prior_mass(att.data(), G, rows, c.NH, T);
     check.target_mass = attention_prior_mass(pattern.data(), G, rows, c.NH, T);
+    if (own) check.own_mass = attention_mass_where_allowed(att.data(), *own, rows, c.NH, T);
     return check;
 }

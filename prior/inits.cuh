@@ -3,7 +3,8 @@
 // tools take the names from here (docs/method.md, "The inits", explains each).
 //
 // How a run applies one (run/setup.cuh, initialise): the default weights of the task's family
-// (init_default); then an init that needs no first-attention inputs writes what it owns; then
+// (init_default); wpe times --pe-scale (the init's pe_scale unless the flag is given; 1 leaves it
+// as drawn); then an init that needs no first-attention inputs writes what it owns; then
 // the inputs E are taken from the model's own forward pass on sample examples; then an init that
 // needs them (INIT_USES_INPUTS) writes its weights. So for one seed every init has the same
 // default weights underneath, and the runs differ only in what the init writes.
@@ -14,7 +15,7 @@
 #include <cstdio>
 #include <iterator>
 #include <string>
-#include "prior/impulse.cuh"    // init_impulse
+#include "prior/impulse.cuh"    // init_impulse, impulse_structure
 #include "prior/init.cuh"       // init_mask_*, init_qk_*, init_mimetic, AttentionInputs
 #include "prior/structure.h"    // Structure
 
@@ -43,6 +44,8 @@ struct InitKind {
     const char* help;  // one line for --help and --list inits
     unsigned uses;     // InitUses
     void (*apply)(InitContext&);
+    float pe_scale = 1.0f;  // --pe-scale when the flag is not given: wpe's factor before the init
+    Structure (*own_structure)(const Config&) = nullptr;  // what the step-0 check measures beside G
 };
 
 inline void apply_default(InitContext&) {}
@@ -76,8 +79,9 @@ inline const InitKind INITS[] = {
      INIT_USES_STRUCTURE | INIT_USES_INPUTS, apply_qk_svd},
     {"qk-opt", "the prior in Wq, Wk fitted by Adam through attention; no mask",
      INIT_USES_STRUCTURE | INIT_USES_INPUTS, apply_qk_opt},
-    {"mimetic", "Wq^T Wk ≈ 0.7 Z + 0.7 I, Wv^T Wo^T ≈ 0.4 Z - 0.4 I; no G", 0, apply_mimetic},
-    {"impulse", "images: each head one offset of a 3x3 convolution; no G", INIT_IMAGES_ONLY, apply_impulse},
+    {"mimetic", "Wq^T Wk ≈ 0.7 Z + 0.7 I, per layer Wv^T Wo^T = 0.4 Z - 0.4 I; no G", 0, apply_mimetic},
+    {"impulse", "images: each head one offset of a 3x3 convolution, wpe x18; no G", INIT_IMAGES_ONLY,
+     apply_impulse, 18.0f, impulse_structure},
     {"mask", "M = ±c from the task's G (or ALiBi-shaped: --mask-prior)", INIT_USES_MASK | INIT_USES_STRUCTURE,
      apply_mask},
 };

@@ -1,7 +1,8 @@
 // prior/structure.h: the prior's structure G, which keys each query may attend to, and the two
 // things every structured init and every measurement derive from it (docs/method.md):
 //   - the target pattern P = softmax_rows(c·G), where all three structured inits start;
-//   - the prior mass of an attention map: the mean weight its queries put on G's keys.
+//   - the prior mass of an attention map: the mean weight its queries put on G's keys
+//     (attention_mass_where_allowed: over the queries G gives a key).
 // G is one (T,T) matrix of 0/1 for every head, or one per head (NH,T,T). A task gives one
 // (Task::structure); --mask-structure reads one from a text file. Host only.
 #pragma once
@@ -67,4 +68,19 @@ inline double attention_prior_mass(const float* att, const Structure& G, int B, 
         for (int j = 0; j < T; j++) total += att[r * T + j] * g_row[j];
     }
     return total / ((double)B * NH * T);
+}
+
+// The same mean over the queries that G lets attend to some key (a row with a 1) only: for a
+// structure that leaves queries without a key, as the impulse heads' offsets at the grid's edge.
+inline double attention_mass_where_allowed(const float* att, const Structure& G, int B, int NH, int T) {
+    // att (B,NH,T,T)
+    double total = 0;
+    size_t counted = 0;
+    for (size_t r = 0; r < (size_t)B * NH * T; r++) {
+        const float* g_row = G.head((int)(r / T % NH)) + (r % T) * T;
+        double mass = 0, keys = 0;
+        for (int j = 0; j < T; j++) { mass += att[r * T + j] * g_row[j]; keys += g_row[j]; }
+        if (keys > 0) { total += mass; counted++; }
+    }
+    return counted ? total / counted : 0.0;
 }

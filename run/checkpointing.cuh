@@ -9,6 +9,10 @@
 //                              the loop needs to continue bit-exactly;
 //   train_correct, train_seen  the training-accuracy counts since the last evaluation (image
 //                              classification), so the next evaluation's train_acc is unchanged;
+//   weight_decay_on            "matrices" (images, language: the weight matrices alone, as timm and
+//                              nanoGPT decay) or "all" (every weight but the mask): the run goes on
+//                              with the rule it started with; a checkpoint without the key is from
+//                              before the rule existed, when every weight decayed: "all";
 //   metrics                    in the last step's checkpoint only: metrics.json's content. It is
 //                              written before metrics.json, so a run killed between the two
 //                              rewrites metrics.json from here: the last batch's loss and
@@ -57,7 +61,7 @@ inline std::string checkpoint_to_resume(const Options& opt, const RunPaths& path
 // Run keys added after the first checkpoints were written, and what a file without them means
 static const Metadata RUN_METADATA_ADDED_LATER = {{"schedule", "constant"}, {"warmup", "-1"}, {"min_lr", "0"},
                                                   {"clip_grad", "0"},       {"label_smoothing", "0"},
-                                                  {"freeze_mask", "0"}};
+                                                  {"freeze_mask", "0"},     {"pe_scale", "1"}};
 
 // A run continued from a checkpoint: its step and its metadata (step 0 and empty when it starts afresh)
 struct Resumed {
@@ -87,6 +91,10 @@ inline Resumed resume(Model& model, const Options& opt, const std::string& path,
     model_upload(model, model.m_mem, state.m);
     model_upload(model, model.v_mem, state.v);
     model.adam_t = state.adam_t;
+    const std::string decay = meta.count("weight_decay_on") ? meta["weight_decay_on"] : "all";  // absent: older
+    if (decay != "all" && decay != "matrices")
+        fail("%s: its metadata 'weight_decay_on' is '%s', not all or matrices", path.c_str(), decay.c_str());
+    model.decay_matrices_only = decay == "matrices";
     train_accuracy.correct = atoll(meta["train_correct"].c_str());  // absent (older files): 0
     train_accuracy.seen = atoll(meta["train_seen"].c_str());
     return resumed;
@@ -126,6 +134,7 @@ struct Checkpointer {
             fail("the parameters are not finite after step %lld: no checkpoint written; %s", (long long)step,
                  last_good().c_str());
         meta["step"] = std::to_string(step);
+        meta["weight_decay_on"] = weight_decay_on(model);
         meta["train_correct"] = std::to_string(train_accuracy.correct);
         meta["train_seen"] = std::to_string(train_accuracy.seen);
         checkpoint_save(path, model.cfg, state, meta);

@@ -38,6 +38,7 @@ struct Options {
     bool fast_kernels = false;  // the GPU's second kernel versions of the other layers (layers/common.cuh)
     std::string mask_structure, prior_layers = "all";
     int64_t qk_opt_steps = 2000;
+    float pe_scale = 0;  // wpe's factor before the init; 0: the init's own (InitKind::pe_scale: impulse 18, else 1)
     int64_t eval_every = 500, log_every = 0;
     std::string out, save, resume, dump_state;
     int profile = 0;  // --profile N: N recorded GPU training steps, then the table (run/profile.cuh); 0: off
@@ -82,6 +83,9 @@ task and init
   --prior-layers W    all | first: the mask or QK prior in every layer, or
                       in layer 0 only                                  (all)
   --qk-opt-steps N    Adam steps of the qk-opt fit                     (2000)
+  --pe-scale S        multiply the position embedding wpe by S before the
+                      init (impulse fits on it) and keep it; --init default
+                      --pe-scale 18 is the control      (impulse: 18; else 1)
   --causal            causal attention (keys after the query are hidden);
                       always on for the arithmetic tasks
 arithmetic data
@@ -141,7 +145,8 @@ training
   --loss L            regression loss: mse | logistic (log(1 + exp(-y ŷ))
                       on ±1 targets)                                   (mse)
   --lr LR             learning rate                                    (1e-3)
-  --wd WD             weight decay, all weights but the mask
+  --wd WD             weight decay: images, lm: the weight matrices alone
+                      (timm, nanoGPT); else all weights but the mask
                                         (images: 0.05; lm: 0.1; else 1e-3)
   --mask-wd WD        weight decay of the mask                         (0)
   --schedule S        constant | cosine (linear warmup, then cosine decay
@@ -290,7 +295,8 @@ inline void check_task_flags(const Options& o, const std::vector<std::string>& f
 // The recipe's defaults: a Vision Transformer trains with warmup and cosine decay, gradient
 // clipping, label smoothing and weight decay 0.05; a language model (as nanoGPT does) with
 // warmup and cosine decay, clipping and weight decay 0.1; the Boolean and arithmetic tasks with
-// a constant rate and none of them, as GOTU's and Lee et al.'s code do. A flag given always wins.
+// a constant rate and none of them, as GOTU's and Lee et al.'s code do. The position scale is the
+// init's (impulse 18, as its authors run it; else 1). A flag given always wins.
 inline void resolve_recipe(Options& o) {
     const bool images = is_image_task(o.task), language = is_language_task(o.task);
     if (o.schedule.empty()) o.schedule = images || language ? "cosine" : "constant";
@@ -300,6 +306,7 @@ inline void resolve_recipe(Options& o) {
     if (!o.wd_given && language) o.wd = 0.1f;
     if (o.mask_window < 0) o.mask_window = language ? 16 : 3;
     if (o.mask_prior == "alibi") o.mask_per_head = true;  // one slope per head
+    if (o.pe_scale == 0) o.pe_scale = find_init(o.init)->pe_scale;  // impulse's authors scale by 18
 }
 
 // The flags that take no value, and those that take one
@@ -309,8 +316,8 @@ static const char* VALUED[] = {
     "--task", "--init", "--device", "--optimizer", "--seed", "--steps", "--epochs", "--batch", "--lr", "--wd",
     "--mask-wd", "--width", "--layers", "--heads", "--head-size", "--mlp", "--mask-c", "--eval-every", "--log-every",
     "--out", "--save", "--resume", "--dump-state", "--mask-structure", "--prior-layers", "--qk-opt-steps",
-    "--encoding", "--loss", "--data-frac", "--train-file", "--test-file", "--max-test", "--loss-on", "--data-dir",
-    "--patch", "--pool", "--mask-window", "--crop-pad", "--resize", "--schedule", "--warmup", "--min-lr",
+    "--pe-scale", "--encoding", "--loss", "--data-frac", "--train-file", "--test-file", "--max-test", "--loss-on",
+    "--data-dir", "--patch", "--pool", "--mask-window", "--crop-pad", "--resize", "--schedule", "--warmup", "--min-lr",
     "--clip-grad", "--label-smoothing", "--seq-len", "--eval-windows", "--mask-prior", "--generate", "--prompt",
     "--sample-tokens", "--temperature", "--top-k", "--checkpoint-every", "--attention-kernel", "--matmul-kernel",
     "--list", "--profile"};
@@ -410,6 +417,7 @@ inline Options parse_options(int argc, char** argv) {
         else if (flag == "--mask-structure") o.mask_structure = value;
         else if (flag == "--prior-layers") o.prior_layers = parse_choice(flag, value, {"all", "first"});
         else if (flag == "--qk-opt-steps") o.qk_opt_steps = parse_int(flag, value, 1);
+        else if (flag == "--pe-scale") o.pe_scale = (float)parse_real(flag, value, 0, false);
         else if (flag == "--data-frac") {
             o.data_frac = parse_real(flag, value, 0, false);
             if (o.data_frac >= 1) fail("--data-frac must be below 1, got %s", value);

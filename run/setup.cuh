@@ -189,6 +189,7 @@ inline void set_optimizer(Model& model, const Options& opt) {
     model.adam.lr = opt.lr;
     model.adam.decoupled = opt.optimizer == "adamw";
     model.weight_decay = opt.wd;
+    model.decay_matrices_only = is_image_task(opt.task) || is_language_task(opt.task);
     model.mask_weight_decay = opt.mask_wd;
     model.label_smoothing = opt.label_smoothing;
     model.freeze_mask = opt.freeze_mask;
@@ -234,6 +235,7 @@ inline Initialisation initialise(Model& model, const Options& opt, const Task& t
     std::vector<float> host(model.num_params);
     Rng rng(opt.seed);
     init_default(cfg, host.data(), rng, is_language_task(opt.task) ? WEIGHTS_GPT2 : WEIGHTS_PYTORCH);
+    scale_position_embedding(cfg, host.data(), opt.pe_scale);  // before the init, which may fit on it
     const InitKind& kind = *find_init(opt.init);  // the flags named one (run/options.h)
     InitContext context{model, host.data(), rng, G, opt.mask_c, opt.mask_prior == "alibi", (int)opt.qk_opt_steps,
                         nullptr};
@@ -244,7 +246,9 @@ inline Initialisation initialise(Model& model, const Options& opt, const Task& t
     if (kind.uses & INIT_USES_INPUTS) kind.apply(context);
     init.note = context.note;
     model_upload(model, model.params_mem, host);
-    init.check = init_check(model, batch_input(init.samples), samples, G, opt.mask_c);
+    const Structure own = kind.own_structure ? kind.own_structure(cfg) : Structure{};  // impulse's offsets
+    init.check = init_check(model, batch_input(init.samples), samples, G, opt.mask_c,
+                            kind.own_structure ? &own : nullptr);
     init.reference = {host, E.distinct};
     return init;
 }
@@ -260,7 +264,8 @@ inline Metadata run_metadata(const Options& opt) {
                   {"warmup", std::to_string(opt.warmup)},
                   {"min_lr", fmt("%g", opt.min_lr)},
                   {"clip_grad", fmt("%g", opt.clip_grad)},
-                  {"label_smoothing", fmt("%g", opt.label_smoothing)}};
+                  {"label_smoothing", fmt("%g", opt.label_smoothing)},
+                  {"pe_scale", fmt("%g", opt.pe_scale)}};
     if (is_image_task(opt.task)) {
         m["data_dir"] = opt.data_dir;
         m["mask_window"] = std::to_string(opt.mask_window);
@@ -276,9 +281,12 @@ inline Metadata run_metadata(const Options& opt) {
     return m;
 }
 
-// The init with its variant: mask, mask-alibi, mask-frozen, mask-alibi-frozen, or the init's name
+// The init with its variant: mask, mask-alibi, mask-frozen, mask-alibi-frozen, or the init's name;
+// then -pe<S> where --pe-scale is not the init's own (default-pe18, impulse-pe1)
 inline std::string init_variant(const Options& opt) {
-    return opt.init + (opt.mask_prior == "alibi" ? "-alibi" : "") + (opt.freeze_mask ? "-frozen" : "");
+    const bool own_scale = opt.pe_scale == find_init(opt.init)->pe_scale;
+    return opt.init + (opt.mask_prior == "alibi" ? "-alibi" : "") + (opt.freeze_mask ? "-frozen" : "") +
+           (own_scale ? "" : fmt("-pe%g", opt.pe_scale));
 }
 
 // Every name init_variant gives, in the order of INITS: each init, and an init with a mask with
@@ -368,6 +376,7 @@ inline void print_startup(const Options& opt, const Task& task, const Model& mod
                     structured ? fmt(", c = %g", opt.mask_c).c_str() : "",
                     structured && cfg.prior_layers == PRIOR_FIRST_LAYER ? ", layer 0 only" : ""));
     if (!init.note.empty()) row("", init.note);
+    if (opt.pe_scale != 1.0f) row("", fmt("position embedding x%g before the init, and kept", opt.pe_scale));
     const std::string task_G =
         is_language_task(opt.task) ? fmt("causal window of %d keys", opt.mask_window) : "the task's";
     row("structure G", opt.mask_structure.empty() ? task_G : fmt("%s (%s)", opt.mask_structure.c_str(),
@@ -376,13 +385,14 @@ inline void print_startup(const Options& opt, const Task& task, const Model& mod
     const InitCheck& check = init.check;
     row("step-0 check", fmt("layer 0: prior mass %.3f (target P: %.3f)", check.prior_mass, check.target_mass));
     row("", fmt("|A - P| mean %.4f, max %.4f; P = softmax(c G)", check.mean_abs_diff, check.max_abs_diff));
+    if (check.own_mass >= 0) row("", fmt("%s's own structure: mass %.3f", opt.init.c_str(), check.own_mass));
     row("model", fmt("C %d L %d NH %d HS %d MLP %d T %d%s", cfg.C, cfg.L, cfg.NH, cfg.HS, cfg.MLP, cfg.T,
                      cfg.causal ? " causal" : ""));
     row("parameters", fmt("%zu", model.num_params));
     const std::string loss_name = cfg.readout == READOUT_REGRESSION ? opt.loss : "cross-entropy";
     row("encoding, loss", fmt("%s, %s", opt.encoding.c_str(), loss_name.c_str()));
-    row("optimizer", fmt("%s lr %g wd %g mask wd %g", opt.optimizer == "adamw" ? "AdamW" : "Adam+L2", opt.lr,
-                         opt.wd, opt.mask_wd));
+    row("optimizer", fmt("%s lr %g wd %g on %s, mask wd %g", opt.optimizer == "adamw" ? "AdamW" : "Adam+L2", opt.lr,
+                         opt.wd, weight_decay_on(model).c_str(), opt.mask_wd));
     row("batch, steps", fmt("%d, %lld (from %lld)", model.B, (long long)steps, (long long)start_step));
     row("seed", fmt("%llu", (unsigned long long)opt.seed));
     const size_t activations = model.num_acts + model.num_dacts + model.num_dscores;

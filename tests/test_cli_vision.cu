@@ -60,9 +60,82 @@ TEST_CASE("image tasks: --resume continues bit-exactly with augmentation, cosine
     CHECK(resumed.metadata["patch"] == "2");
     CHECK(resumed.metadata["image"] == "3x8x8");
     CHECK(resumed.metadata["schedule"] == "cosine");
+    CHECK(resumed.metadata["weight_decay_on"] == "matrices");  // images: timm's rule
     const std::string checkpoint = " --resume " + TMP_PREFIX + "vision_half/model.safetensors";
     expect_error("--task images --data-dir " + tiny_image_folder() + " --patch 4 --init mask --warmup 2 "
                  "--clip-grad 0.5 --steps 9" + checkpoint, "patch=2, but this run has patch=4");
     expect_error("--task images --data-dir " + tiny_image_folder() + " --patch 2 --init mask --warmup 2 "
                  "--clip-grad 0.5 --mask-window 5 --steps 9" + checkpoint, "mask_window=3");
+}
+
+TEST_CASE("image tasks: the weight matrices alone decay, recorded in the checkpoint; one from before the rule "
+          "resumes decaying every weight, as it trained") {
+    const std::string run = TINY + "--task images --data-dir " + tiny_image_folder() +
+                            " --patch 2 --lr 1e-2 --wd 0.5 --eval-every 100 ";
+    const std::string dir = TMP_PREFIX + "vision_decay";
+    REQUIRE(run_command(run + "--steps 2 --out " + dir).exit_code == 0);
+    StFile now = safetensors_read(dir + "/model.safetensors");
+    CHECK(now.metadata["weight_decay_on"] == "matrices");
+    StFile old = now;  // as a checkpoint of the program before the rule was written
+    old.metadata.erase("weight_decay_on");
+    safetensors_write(dir + "/old.safetensors", old);
+    REQUIRE(run_command(run + "--steps 4 --out " + dir + "_new --resume " + dir + "/model.safetensors").exit_code == 0);
+    REQUIRE(run_command(run + "--steps 4 --out " + dir + "_old --resume " + dir + "/old.safetensors").exit_code == 0);
+    StFile a = safetensors_read(dir + "_new/model.safetensors"), b = safetensors_read(dir + "_old/model.safetensors");
+    CHECK(a.metadata["weight_decay_on"] == "matrices");
+    CHECK(b.metadata["weight_decay_on"] == "all");
+    // the two rules part the runs (under the old one the LayerNorm weights decay too)
+    const StTensor *ln_a = a.find("h.0.ln1.weight"), *ln_b = b.find("h.0.ln1.weight");
+    REQUIRE((ln_a && ln_b));
+    CHECK(memcmp(ln_a->data.data(), ln_b->data.data(), ln_a->data.size() * sizeof(float)) != 0);
+    old.metadata["weight_decay_on"] = "biases";
+    safetensors_write(dir + "/bad.safetensors", old);
+    expect_error("--task images --data-dir " + tiny_image_folder() + " --patch 2 --lr 1e-2 --wd 0.5 --steps 4 "
+                 "--resume " + dir + "/bad.safetensors", "'weight_decay_on' is 'biases', not all or matrices");
+}
+
+TEST_CASE("image tasks: --pe-scale S multiplies wpe alone, before the init; impulse's is 18 unless told; "
+          "recorded, named in the variant, and S <= 0 refused") {
+    const std::string images = "--task images --data-dir " + tiny_image_folder() + " --patch 2 ";
+    auto dump = [&](const std::string& flags, const std::string& name) {
+        const std::string path = TMP_PREFIX + "pe_scale_" + name + ".safetensors";
+        CommandResult r = run_command(TINY + images + flags + " --dump-state " + path);
+        REQUIRE_MESSAGE(r.exit_code == 0, r.out);
+        return safetensors_read(path);
+    };
+    // the parameters (not the gradients, the batch or the loss) of a and b: b's wpe is S times a's
+    auto expect_wpe_scaled = [](StFile& a, StFile& b, float S, bool rest_equal) {
+        for (const StTensor& t : a.tensors) {
+            if (t.name.rfind("grad.", 0) == 0 || t.name.rfind("batch.", 0) == 0 || t.name == "loss") continue;
+            const StTensor* u = b.find(t.name);
+            REQUIRE(u);
+            CAPTURE(t.name);
+            if (t.name == "wpe")
+                for (size_t i = 0; i < t.data.size(); i++) CHECK(u->data[i] == S * t.data[i]);
+            else if (rest_equal)
+                CHECK(u->data == t.data);
+        }
+    };
+    StFile plain = dump("--init default", "default"), control = dump("--init default --pe-scale 18", "default18");
+    expect_wpe_scaled(plain, control, 18.0f, true);  // the control: the position signal alone is stronger
+    CHECK(plain.metadata["pe_scale"] == "1");
+    CHECK(control.metadata["pe_scale"] == "18");
+    StFile impulse = dump("--init impulse", "impulse"), unscaled = dump("--init impulse --pe-scale 1", "impulse1");
+    expect_wpe_scaled(unscaled, impulse, 18.0f, false);  // the fit differs: it sees the scaled wpe
+    CHECK(impulse.metadata["pe_scale"] == "18");
+
+    const std::string dir = TMP_PREFIX + "vision_pe18";
+    CommandResult r = run_command(TINY + images + "--init default --pe-scale 18 --steps 2 --out " + dir);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.out);
+    CHECK(r.out.find("position embedding x18 before the init, and kept") != std::string::npos);
+    std::ifstream metrics_file(dir + "/metrics.json");
+    CHECK(nlohmann::json::parse(metrics_file)["variant"] == "default-pe18");
+    expect_error(images + "--init default --steps 4 --resume " + dir + "/model.safetensors",
+                 "pe_scale=18; this run asks for pe_scale=1");
+    r = run_command(TINY + images + "--init impulse --steps 1 --out " + TMP_PREFIX + "vision_pe_impulse");
+    REQUIRE_MESSAGE(r.exit_code == 0, r.out);
+    CHECK(r.out.find("impulse's own structure: mass") != std::string::npos);  // the step-0 check
+    expect_error(images + "--pe-scale 0", "--pe-scale must be greater than 0, got 0");
+    expect_error(images + "--pe-scale -2", "--pe-scale must be greater than 0, got -2");
+    expect_error(images + "--pe-scale x", "--pe-scale expects a number, got 'x'");
 }

@@ -1,6 +1,9 @@
 // The impulse init (prior/impulse.cuh): each head's offset on the patch grid, the attention its
 // query and key weights give the patch tokens at step 0 (with a negative control: Wq and Wk
-// swapped attend to the mirror offset), the weights' norms, and its refusal of a token model.
+// swapped attend to the mirror offset), the weights' norms, the layer's one value-output matrix,
+// the position scale that lets the offsets show through the patches' content, its own structure
+// for the step-0 check, and its refusal of a token model. Uses test_init.cu's value_output_product
+// (one translation unit).
 #include "test_util.h"
 #include "thrown.h"
 #include "prior/impulse.cuh"
@@ -101,6 +104,67 @@ TEST_CASE("impulse: every head's query and key rows have Frobenius norm 7, their
             }
     for (int l = 0; l < c.L; l++)
         for (int o = 0; o < 2 * c.attention_width(); o++) CHECK(p.qkvb[(size_t)l * c.qkv_width() + o] == 0.0f);
+}
+
+TEST_CASE("impulse: each layer's Σ_h Wv_h^T Wo_h^T is one full-rank 0.4 Z - 0.4 I") {
+    const Config c = impulse_test_config();  // NH·HS = 48 >= C = 32: the split is exact
+    const std::vector<float> host = impulse_test_params(c, 5);
+    for (int l = 0; l < c.L; l++) {
+        const Matrix P = value_output_product(c, host, l);
+        double diag = 0;
+        for (int i = 0; i < c.C; i++) diag += P(i, i) / c.C;
+        CHECK(diag == doctest::Approx(-0.4).epsilon(0.1));  // a matrix per head, cut to rank HS: about -0.7
+        const Svd d = svd(P);
+        CHECK(d.S[c.C - 1] > 1e-4 * d.S[0]);
+    }
+}
+
+TEST_CASE("impulse: its own structure is each head's offset, patch queries only") {
+    const Config c = impulse_test_config();  // a 4x4 grid, T = 17
+    const Structure G = impulse_structure(c);
+    REQUIRE(G.heads == c.NH);
+    for (int h = 0; h < c.NH; h++) {
+        const auto [m, n] = impulse_offset(h);
+        int keys = 0;
+        for (int ij = 0; ij < c.T * c.T; ij++) keys += G.head(h)[ij] != 0;
+        CHECK(keys == (4 - std::abs(m)) * (4 - std::abs(n)));  // the patches whose offset stays on the grid
+        for (int j = 0; j < c.T; j++) CHECK(G.head(h)[j] + G.head(h)[j * c.T] == 0.0f);  // CLS: no row, no column
+    }
+    CHECK(G.head(1)[(1 + 4) * c.T + 1] == 1.0f);  // head 1, offset (-1, 0): patch (1, 0) sees patch (0, 0)
+}
+
+TEST_CASE("impulse: fitted on wpe x18 and kept, the heads' offsets show through the patches' content") {
+    Config c = impulse_test_config();
+    c.channels = 3; c.height = 16; c.width = 16; c.patch = 4;  // a 4x4 grid again, content of 48 > C pixels
+    const int B = 16;
+    Rng pixel_rng(11);
+    std::vector<float> pixels((size_t)B * c.image_size());  // normalised pixels: the content
+    for (float& x : pixels) x = pixel_rng.normal();
+    Structure shifted = impulse_structure(c);  // the heads with an offset: head 0's (the centre) emptied
+    std::fill(shifted.g.begin(), shifted.g.begin() + c.T * c.T, 0.0f);
+    double mass[2];
+    for (int k = 0; k < 2; k++) {
+        const float S = k == 0 ? 1.0f : 18.0f;
+        std::vector<float> host(param_count(c));
+        Rng rng(3);
+        init_default(c, host.data(), rng);  // wpe ~ N(0, 0.02²)
+        scale_position_embedding(c, host.data(), S);
+        const std::vector<float> scaled = host;
+        init_impulse(c, host.data(), rng);
+        const ParamTensors p = param_bind(c, host.data()), q = param_bind(c, const_cast<float*>(scaled.data()));
+        CHECK(std::equal(p.wpe, p.wpe + c.T * c.C, q.wpe));  // kept: the fit does not undo the scale
+        double sum_sq = 0;
+        for (int i = 0; i < c.T * c.C; i++) sum_sq += (double)p.wpe[i] * p.wpe[i];
+        CHECK(std::sqrt(sum_sq / (c.T * c.C)) == doctest::Approx(0.02 * S).epsilon(0.15));
+        Model model;
+        model_build(model, c, DEVICE_CPU, B);
+        buffer_copy(model.params_mem, DEVICE_CPU, host.data(), DEVICE_CPU, model.num_params);
+        mass[k] = init_check(model, pixels.data(), B, shifted, 6.0f, &shifted).own_mass;
+        model_free(model);
+    }
+    MESSAGE("layer 0's shifted heads' mass on their offsets: wpe x1 " << mass[0] << ", x18 " << mass[1]);
+    CHECK(mass[1] > 0.25);  // 0.36 here; unscaled the content picks the keys: 0.07
+    CHECK(mass[1] > 3 * mass[0]);
 }
 
 TEST_CASE("impulse: a token model is refused") {

@@ -153,29 +153,104 @@ TEST_CASE("qk-opt lowers its fitting loss and lands on softmax(c·G)") {
     CHECK(std::fabs(check.prior_mass - check.target_mass) < 0.02);
 }
 
-TEST_CASE("mimetic: Wq^T Wk ≈ 0.7 Z + 0.7 I and Wv^T Wo^T ≈ 0.4 Z' - 0.4 I") {
+// Layer l's value-output product Σ_h Wv_h^T Wo_h^T (C,C): what the layer adds to x when every
+// head attends to itself (out = Σ_h A_h x Wv_h^T Wo_h^T)
+static Matrix value_output_product(const Config& c, const std::vector<float>& host, int l) {
+    const BlockParams block = block_params(c, param_bind(c, const_cast<float*>(host.data())), l);
+    const int AW = c.attention_width();
+    const float* wv = block.qkvw + (size_t)2 * AW * c.C;  // (AW,C) value rows, head after head
+    Matrix P(c.C, c.C);
+    for (int k = 0; k < AW; k++)  // k = h·HS + d: head h's dim d
+        for (int i = 0; i < c.C; i++)
+            for (int j = 0; j < c.C; j++) P(i, j) += (double)wv[(size_t)k * c.C + i] * block.projw[(size_t)j * AW + k];
+    return P;
+}
+
+TEST_CASE("the value-output split: Σ_h Wv_h^T Wo_h^T is the layer's one 0.4 Z - 0.4 I, exact when NH·HS >= C") {
+    for (auto [NH, HS] : {std::pair{2, 16}, std::pair{3, 16}, std::pair{1, 16}}) {  // NH·HS = C, > C, < C
+        Config c;
+        c.V = 3; c.T = 4; c.C = 32; c.L = 2; c.NH = NH; c.HS = HS; c.MLP = 8;
+        std::vector<float> host(param_count(c));
+        Rng rng(6);
+        init_default(c, host.data(), rng);
+        Rng replay = rng;  // draws M again as set_layer_value_output does
+        set_layer_value_output(c, host.data(), 1, rng);
+        Matrix M(c.C, c.C);
+        const float bound = std::sqrt(3.0f / c.C);
+        for (int i = 0; i < c.C; i++)
+            for (int j = 0; j < c.C; j++) M(i, j) = 0.4 * replay.uniform(-bound, bound) - (i == j ? 0.4 : 0);
+        const Matrix P = value_output_product(c, host, 1);
+        CAPTURE(NH);
+        double diag = 0;
+        for (int i = 0; i < c.C; i++) diag += M(i, i) / c.C;
+        CHECK(diag == doctest::Approx(-0.4).epsilon(0.1));
+        if (NH * HS >= c.C) {
+            CHECK(max_abs_difference(P, M) < 1e-5);
+        } else {  // no exact split: M's best rank-NH·HS approximation, off by σ_{NH·HS+1} (Eckart-Young)
+            Matrix diff = P;
+            for (size_t i = 0; i < diff.a.size(); i++) diff.a[i] -= M.a[i];
+            CHECK(svd(diff).S[0] == doctest::Approx(svd(M).S[NH * HS]).epsilon(1e-4));
+        }
+        CHECK(value_output_product(c, host, 0).a != P.a);  // layer 0 was left at its default
+    }
+}
+
+TEST_CASE("mimetic: per head Wq^T Wk ≈ 0.7 Z + 0.7 I; per layer Σ_h Wv_h^T Wo_h^T = 0.4 Z' - 0.4 I, full rank") {
     Config c;
-    c.V = 3; c.T = 4; c.C = 32; c.L = 1; c.NH = 1; c.HS = 32; c.MLP = 8;  // HS = C: no truncation
+    c.V = 3; c.T = 4; c.C = 32; c.L = 2; c.NH = 2; c.HS = 32; c.MLP = 8;  // HS = C: no truncation
     std::vector<float> host(param_count(c));
     Rng rng(6);
     init_default(c, host.data(), rng);
     init_mimetic(c, host.data(), rng);
     ParamTensors p = param_bind(c, host.data());
-    double qk_diag = 0, qk_off = 0, vo_diag = 0;
-    for (int i = 0; i < c.C; i++)
-        for (int j = 0; j < c.C; j++) {
-            double qk = 0, vo = 0;  // (Wq^T Wk)_ij and (Wv^T Wo^T)_ij
-            for (int d = 0; d < c.HS; d++) {
-                const int AW = c.attention_width();
-                qk += p.qkvw[(size_t)d * c.C + i] * p.qkvw[(size_t)(AW + d) * c.C + j];
-                vo += p.qkvw[(size_t)(2 * AW + d) * c.C + i] * p.projw[(size_t)j * AW + d];
+    const int AW = c.attention_width();
+    for (int h = 0; h < c.NH; h++) {
+        double qk_diag = 0, qk_off = 0;
+        for (int i = 0; i < c.C; i++)
+            for (int j = 0; j < c.C; j++) {
+                double qk = 0;  // (Wq_h^T Wk_h)_ij
+                for (int d = 0; d < c.HS; d++)
+                    qk += p.qkvw[(size_t)(h * c.HS + d) * c.C + i] * p.qkvw[(size_t)(AW + h * c.HS + d) * c.C + j];
+                if (i == j) qk_diag += qk / c.C;
+                else qk_off += qk * qk / (c.C * (c.C - 1));
             }
-            if (i == j) { qk_diag += qk / c.C; vo_diag += vo / c.C; }
-            else qk_off += qk * qk / (c.C * (c.C - 1));
-        }
-    CHECK(qk_diag == doctest::Approx(0.7).epsilon(0.1));
-    CHECK(vo_diag == doctest::Approx(-0.4).epsilon(0.15));
-    CHECK(std::sqrt(qk_off) == doctest::Approx(0.7 / std::sqrt(32.0)).epsilon(0.15));  // the Z part
+        CHECK(qk_diag == doctest::Approx(0.7).epsilon(0.1));
+        CHECK(std::sqrt(qk_off) == doctest::Approx(0.7 / std::sqrt(32.0)).epsilon(0.15));  // the Z part
+    }
+    Matrix first;
+    for (int l = 0; l < c.L; l++) {
+        const Matrix P = value_output_product(c, host, l);
+        double diag = 0, off = 0;
+        for (int i = 0; i < c.C; i++)
+            for (int j = 0; j < c.C; j++) {
+                if (i == j) diag += P(i, j) / c.C;
+                else off += P(i, j) * P(i, j) / (c.C * (c.C - 1));
+            }
+        CHECK(diag == doctest::Approx(-0.4).epsilon(0.1));  // one matrix per head, summed, gave -0.4·NH
+        CHECK(std::sqrt(off) == doctest::Approx(0.4 / std::sqrt(32.0)).epsilon(0.15));  // the Z part
+        const Svd d = svd(P);
+        CHECK(d.S[c.C - 1] > 1e-4 * d.S[0]);  // full rank C
+        if (l == 0) first = P;
+        else CHECK(max_abs_difference(P, first) > 0.1);  // a fresh Z for each layer
+    }
+}
+
+TEST_CASE("--pe-scale S: wpe times S, every row; S = 1 leaves the buffer as it was") {
+    Config c;
+    c.channels = 1; c.height = 4; c.width = 4; c.patch = 2;
+    c.T = 1 + c.patches(); c.C = 8; c.L = 1; c.NH = 2; c.HS = 4; c.MLP = 8;
+    c.readout = READOUT_CLASS; c.OUT = 2;
+    std::vector<float> host(param_count(c));
+    Rng rng(2);
+    init_default(c, host.data(), rng);
+    const std::vector<float> drawn = host;
+    scale_position_embedding(c, host.data(), 1.0f);
+    CHECK(host == drawn);
+    scale_position_embedding(c, host.data(), 18.0f);
+    const size_t wpe = param_bind(c, host.data()).wpe - host.data(), n = (size_t)c.T * c.C;
+    for (size_t i = 0; i < host.size(); i++)
+        if (i >= wpe && i < wpe + n) CHECK(host[i] == 18.0f * drawn[i]);
+        else CHECK(host[i] == drawn[i]);
 }
 
 TEST_CASE("persistence metrics on hand-made cases") {

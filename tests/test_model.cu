@@ -1,6 +1,7 @@
 // The whole model: gradient check against finite differences, bit-reproducibility, a short
 // CPU training run that must learn, and the mask init.
 #include <cstring>
+#include <set>
 #include "test_util.h"
 #include "prior/init.cuh"
 #include "tasks/boolean.h"
@@ -326,6 +327,34 @@ TEST_CASE("the readout-row forward (evaluation) gives the full forward's outputs
             REQUIRE(full.size() == head_only.size());
             CHECK(std::memcmp(full.data(), head_only.data(), full.size() * sizeof(float)) == 0);
             model_free(model);
+        }
+    }
+}
+
+TEST_CASE("weight decay: every weight but the mask (GOTU's), or the weight matrices alone (timm, nanoGPT)") {
+    Config c;
+    c.V = 0; c.C = 8; c.L = 2; c.NH = 2; c.HS = 4; c.MLP = 16; c.OUT = 3; c.readout = READOUT_CLASS;
+    c.channels = 1; c.height = 4; c.width = 4; c.patch = 2; c.T = 1 + 4; c.mask_heads = 1;
+    Model model;
+    ModelOwner owner{model};
+    model_build(model, c, DEVICE_CPU, 2);
+    model.weight_decay = 0.05f;
+    model.mask_weight_decay = 0.25f;
+    const std::set<std::string> matrices = {"patch.weight", "h.%d.attn.qkv.weight", "h.%d.attn.proj.weight",
+                                            "h.%d.mlp.fc.weight", "h.%d.mlp.proj.weight", "head.weight"};
+    for (bool matrices_only : {false, true}) {
+        CAPTURE(matrices_only);
+        model.decay_matrices_only = matrices_only;
+        const AdamWGroups groups = model_adamw_groups(model);
+        for (const TensorInfo& info : model.layout) {
+            if (info.numel == 0) continue;
+            CAPTURE(info.name);
+            const size_t at = (size_t)(model.params.*info.field - model.params_mem);
+            float decay = -1;
+            for (int g = 0; g < groups.count; g++)
+                if (at >= groups.group[g].begin && at < groups.group[g].end) decay = groups.group[g].weight_decay;
+            const bool mask = info.field == &ParamTensors::mask;
+            CHECK(decay == (mask ? 0.25f : !matrices_only || matrices.count(info.name) ? 0.05f : 0.0f));
         }
     }
 }

@@ -98,6 +98,32 @@ static void expect_cross_check_to_catch(const std::string& args, const std::stri
     }
 }
 
+// One AdamW step from the dumped state: the run's checkpoint after its first step against
+// torch.optim.AdamW with the weight-decay groups the checkpoint names (constant lr, no clipping)
+static void cross_check_adamw_step(const std::string& args, const std::string& tag, const std::string& rule) {
+    const std::string run = MASKPRIOR + " --device cpu --batch 16 --schedule constant --warmup 0 --clip-grad 0 "
+                            "--lr 1e-2 --wd 0.5 --eval-every 100 " + args;
+    const std::string state = TMP_PREFIX + tag + ".safetensors", after = TMP_PREFIX + tag + "_after";
+    REQUIRE(run_command(run + " --dump-state " + state).exit_code == 0);
+    REQUIRE(run_command(run + " --steps 1 --out " + after).exit_code == 0);
+    CHECK(safetensors_read(after + "/model.safetensors").metadata["weight_decay_on"] == rule);
+    CommandResult check = run_command(PYTHON + state + " --adamw-step " + after + "/model.safetensors 0.01 0.5");
+    CAPTURE(check.out);
+    CHECK(check.exit_code == 0);
+    CHECK(check.out.find("PASS: one AdamW step") != std::string::npos);
+}
+
+TEST_CASE("one AdamW step matches torch.optim.AdamW: a ViT with timm's weight-decay groups, a Boolean model with "
+          "every weight decayed") {
+    SUBCASE("a ViT: the weight matrices alone decay") {
+        const std::string dir = write_image_folder(TMP_PREFIX + "torch_adamw_images", 3, 6, 8, 5);
+        cross_check_adamw_step("--task images --data-dir " + dir + " --patch 2 --init mask", "adamw_vit", "matrices");
+    }
+    SUBCASE("maj3 with AdamW: every weight but the mask") {
+        cross_check_adamw_step("--task maj3 --init mask --optimizer adamw", "adamw_maj3", "all");
+    }
+}
+
 TEST_CASE("the PyTorch cross-check fails when a gradient is wrong") {
     expect_cross_check_to_catch("--task maj3 --init mask --mask-c 1.5", TMP_PREFIX + "x6.safetensors",
                                 {"grad.h.1.attn.mask", "grad.wte", "loss"});

@@ -2,6 +2,7 @@
 """PyTorch cross-check of maskprior's forward and backward pass (docs/method.md, README).
 
     /usr/bin/python3 tests/torch_reference.py STATE.safetensors [--corrupt NAME]
+    /usr/bin/python3 tests/torch_reference.py STATE.safetensors --adamw-step AFTER.safetensors LR WD
 
 STATE.safetensors is written by `./maskprior ... --dump-state STATE.safetensors`: the
 parameters, one batch (batch.inputs, batch.targets), its loss and every gradient (grad.<name>).
@@ -32,6 +33,14 @@ Exit code 0 when everything matches, 1 otherwise.
 
 --corrupt NAME adds 1e-2 (plus 10% of the tensor's scale) to the first entry of the dumped
 tensor NAME (e.g. grad.h.0.attn.mask or loss) before the comparison: the check must then fail.
+
+--adamw-step AFTER LR WD also checks one optimizer step: AFTER is the checkpoint of the same run
+after its first step (--steps 1, a constant learning rate LR, no clipping, weight decay WD, the
+mask's 0), and torch.optim.AdamW, from STATE's parameters and gradients, must land on its
+parameters (|cpp - torch| <= 1e-6 + 1e-5 |torch|), with the param groups AFTER's metadata
+"weight_decay_on" names: "matrices" decays the weight matrices alone, as timm and nanoGPT do
+(2-D tensors but the position embedding; not biases, LayerNorm, CLS, wval or the mask), "all"
+every tensor but the mask.
 """
 import json
 import math
@@ -173,9 +182,39 @@ def compare(name, cpp, ref):
     return ok
 
 
+def adamw_step_matches(params, shapes, tensors, after_path, lr, wd):
+    """Whether torch.optim.AdamW's first step from the dumped parameters and gradients gives the
+    parameters of the checkpoint at after_path (see the module's docstring)."""
+    after, after_meta = read_safetensors(after_path)
+    rule = after_meta.get("weight_decay_on", "all")
+    groups = {"decayed": [], "not decayed": []}
+    for name in shapes:
+        p = params[name].detach().clone().requires_grad_()
+        p.grad = tensors["grad." + name].clone()
+        params[name] = p
+        matrix = len(shapes[name]) == 2 and name != "wpe" and not name.endswith("attn.mask")
+        decayed = not name.endswith("attn.mask") and (rule == "all" or matrix)
+        groups["decayed" if decayed else "not decayed"].append(p)
+    optimizer = torch.optim.AdamW([{"params": groups["decayed"], "weight_decay": wd},
+                                   {"params": groups["not decayed"], "weight_decay": 0.0}],
+                                  lr=lr, betas=(0.9, 0.999), eps=1e-8)
+    optimizer.step()
+    ok = True
+    for name in shapes:
+        ref = params[name].detach()
+        diff = (after[name] - ref).abs()
+        good = bool(torch.isfinite(after[name]).all() and (diff <= 1e-6 + 1e-5 * ref.abs()).all())
+        print(f"{'step.' + name:28s} max abs {diff.max().item():9.2e}  {'ok' if good else 'FAIL'}")
+        ok &= good
+    print(f"{'PASS' if ok else 'FAIL'}: one AdamW step (lr {lr:g}, weight decay {wd:g} on {rule}: "
+          f"{len(groups['decayed'])} tensors decayed, {len(groups['not decayed'])} not) against torch.optim.AdamW")
+    return ok
+
+
 def main(argv):
-    if len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--corrupt"):
-        sys.exit(f"usage: {argv[0]} STATE.safetensors [--corrupt NAME]")
+    adamw = len(argv) == 6 and argv[2] == "--adamw-step"
+    if len(argv) not in (2, 4) and not adamw or (len(argv) == 4 and argv[2] != "--corrupt"):
+        sys.exit(f"usage: {argv[0]} STATE.safetensors [--corrupt NAME | --adamw-step AFTER.safetensors LR WD]")
     tensors, meta = read_safetensors(argv[1])
     numbers = ("width", "layers", "heads", "head_size", "mlp", "seq_len", "vocab", "out", "causal")
     cfg = {key: int(meta[key]) for key in numbers}
@@ -186,7 +225,7 @@ def main(argv):
                label_smoothing=float(meta.get("label_smoothing", "0")))
     if cfg["encoding"] == "scalar" and "token_values" not in tensors:
         sys.exit(f"{argv[1]}: scalar encoding, but no token_values table")
-    if len(argv) == 4:
+    if len(argv) == 4 and not adamw:
         if argv[3] not in tensors:
             sys.exit(f"{argv[1]}: no tensor {argv[3]} to corrupt")
         target = tensors[argv[3]]
@@ -222,6 +261,8 @@ def main(argv):
           f"{input_kind}, "
           f"{cfg['loss'] if cfg['head_type'] == 'regression' else 'cross-entropy'} loss, {len(shapes)} parameter tensors) "
           f"against PyTorch float64")
+    if adamw and ok:
+        ok = adamw_step_matches(params, shapes, tensors, argv[3], float(argv[4]), float(argv[5]))
     return 0 if ok else 1
 
 
