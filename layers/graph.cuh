@@ -55,7 +55,8 @@ struct GraphCache {
         if (recording) profiler().end();
     }
 
-    // destroys every graph (their work must have finished: the caller synchronises first)
+    // destroys every graph (a launch still in flight runs to its end: CUDA frees an executable
+    // graph when its last launch completes)
     void clear() {
         for (auto& [shape, g] : by_shape) {
             if (g.exec) cudaCheck(cudaGraphExecDestroy(g.exec));
