@@ -1,11 +1,12 @@
 #!/bin/sh
 # make table-boolean, or experiments/boolean_table.sh [--paper] [--seeds N]: the Boolean table.
-# Trains 2parity, maj3 and cyclic3 with the default, qk-svd, qk-opt and mask inits for seeds
-# 1..N (3 unless --seeds says otherwise), then prints mean ± std of the cube accuracy, unseen
-# accuracy, MDI agreement and final prior mass beside the paper's numbers
-# (tools/boolean_table.py, from the runs' metrics.json files).
+# Trains 2parity, maj3 and cyclic3 with the default, qk-svd, qk-opt and mask inits, and the mask
+# frozen at its init (the control for "learnable"), for seeds 1..N (3 unless --seeds says
+# otherwise), then prints mean ± std of the cube accuracy, unseen accuracy, MDI agreement and
+# final prior mass beside the paper's numbers (tools/boolean_table.py, from the runs'
+# metrics.json files).
 #   default: the CPU-sized model of make run (C 32, L 2, NH 2, HS 16, MLP 32, batch 64,
-#            1500 steps, Adam + L2, lr 1e-3, wd 1e-3, c 6): 36 runs, two at a time on a
+#            1500 steps, Adam + L2, lr 1e-3, wd 1e-3, c 6): 45 runs, two at a time on a
 #            2-core CPU (experiments/run_many.sh).
 #   --paper: GOTU's model: C 256, L 12, NH 6, HS 64, MLP 256, batch 256, Adam
 #            + L2, lr 1e-5 (cyclic3 2e-5), wd 1e-3, 20 / 30 / 80 epochs. Meant for a GPU.
@@ -25,8 +26,9 @@ for task in 2parity maj3 cyclic3; do
     else
         flags="--lr 1e-3"
     fi
-    for init in default qk-svd qk-opt mask; do
-        runs_for_seeds "$root/$task-$init" "--task $task --init $init --optimizer adam --wd 1e-3 $flags"
+    for variant in default qk-svd qk-opt mask mask-frozen; do
+        case $variant in mask-frozen) init="--init mask --freeze-mask" ;; *) init="--init $variant" ;; esac
+        runs_for_seeds "$root/$task-$variant" "--task $task $init --optimizer adam --wd 1e-3 $flags"
     done
 done | run_runs "$root"
 stop_if_scheduled

@@ -3,9 +3,9 @@
 
     tools/boolean_table.py ROOT [--by-setting]
 
-Reads every ROOT/**/metrics.json and groups the runs by task and init (and, with
---by-setting, by the setting: the first folder below ROOT, as experiments/sweep_2parity.sh
-lays them out). One row per group: the number of seeds, then mean ± std over the seeds of
+Reads every ROOT/**/metrics.json and groups the runs by task and init variant (mask-frozen
+beside mask; and, with --by-setting, by the setting: the first folder below ROOT, as
+experiments/sweep_2parity.sh lays them out). One row per group: the number of seeds, then mean ± std over the seeds of
 the cube accuracy, the unseen accuracy, the MDI agreement (share of unseen points closer to
 the min-degree interpolator than to the target) and the final prior mass (mean over layers),
 and the paper's cube accuracy for that task and init.
@@ -39,13 +39,13 @@ def mean_std(values, percent=True):
 
 
 def load(root, by_setting):
-    """The runs grouped by (setting, task, init), and when each setting's first run finished."""
+    """The runs grouped by (setting, task, init variant), and when each setting's first run finished."""
     groups, finished = {}, {}
     for path in glob.glob(os.path.join(root, "**", "metrics.json"), recursive=True):
         with open(path) as f:
             m = json.load(f)
         setting = os.path.relpath(path, root).split(os.sep)[0] if by_setting else ""
-        groups.setdefault((setting, m["task"], m["init"]), []).append(m)
+        groups.setdefault((setting, m["task"], m.get("variant", m["init"])), []).append(m)
         finished[setting] = min(finished.get(setting, float("inf")), os.path.getmtime(path))
     return groups, finished
 
