@@ -5,7 +5,7 @@
 #include <memory>
 #include <new>
 #include <stdexcept>
-#include "model.cuh"             // Model, model_build, model_forward, model_zero_grad, model_backward, model_update
+#include "model.cuh"             // Model, model_build, model_forward, model_zero_grad, model_backward
 #include "run/checkpoint.h"      // dump_state
 #include "run/checkpointing.cuh" // run_paths, checkpoint_to_resume, resume, Checkpointer
 #include "run/evaluate.cuh"      // evaluate, write_pictures, write_structure_picture
@@ -14,7 +14,7 @@
 #include "run/report.cuh"        // RunLog, Progress, metrics_json, write_metrics, print_final_table
 #include "run/sample.cuh"        // generate
 #include "run/setup.cuh"         // make_task, model_config, prior_structure, initialise, print_startup
-#include "run/step.cuh"          // training_step
+#include "run/step.cuh"          // training_step, model_read_step_log, weight_decay_on
 #include "tasks/batch.h"         // Batch, training_batch, loss_positions
 
 static int train(int argc, char** argv) {

@@ -30,6 +30,7 @@
 #include "run/evaluate.cuh"     // TrainAccuracy
 #include "run/options.h"        // Options
 #include "run/setup.cuh"        // run_metadata, run_folder
+#include "run/step.cuh"         // weight_decay_on
 
 // the default checkpoint interval, in minutes of the run's wall-clock time
 static const double CHECKPOINT_MINUTES = 5;

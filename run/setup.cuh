@@ -20,6 +20,7 @@
 #include "run/options.h"          // Options
 #include "run/report.cuh"         // fmt
 #include "run/schedule.h"         // learning_rate
+#include "run/step.cuh"           // weight_decay_on
 #include "tasks/arithmetic.h"     // ArithmeticTask
 #include "tasks/boolean.h"        // BooleanTask
 #include "tasks/image_folder.h"   // load_image_folder

@@ -7,7 +7,97 @@
 // (layers/graph.cuh). The host reads the step log (the loss, the first non-finite one, a
 // classifier's hits) only where it reports or saves (main.cu).
 #pragma once
-#include "model.cuh"  // Model, model_set_batch, model_forward_state, model_forward_pass, model_log_step, ...
+#include <algorithm>
+#include <string>
+#include <vector>
+#include "model.cuh"  // Model, model_set_batch, model_forward_state, model_forward_pass, model_backward, ...
+
+// ----------------------------------------------------------------------------
+// the model's step after its backward pass: the step log, clipping, weight decay and AdamW
+
+// After a training forward pass: its loss, whether it is the first that is not finite, and a
+// classifier's top-1 hits, into the step log (layers/device_step.cuh); on the device on the GPU.
+inline void model_log_step(Model& model) {
+    const Config& c = model.cfg;
+    const int rows = model.loss_rows, classes = c.readout == READOUT_CLASS ? c.OUT : 0;
+    const float* logits = model_activations(model, rows).logits;
+    if (model.dev == DEVICE_GPU)
+        return step_log_add_gpu(model.step_log, model.mean_loss, model.scalars, logits, model.targets, rows, classes);
+    step_log_add_cpu(*model.step_log, *model.mean_loss, model.scalars->step, logits, model.targets, rows, classes);
+}
+
+// The step log since the last read, and cleared: on the GPU a copy that waits for the steps.
+inline StepLog model_read_step_log(Model& model) {
+    const StepLog cleared = step_log_cleared();
+    StepLog log;
+    if (model.dev == DEVICE_CPU) {
+        log = *model.step_log;
+        *model.step_log = cleared;
+        return log;
+    }
+    device_copy(&log, model.step_log, sizeof log, cudaMemcpyDeviceToHost);
+    device_copy(model.step_log, &cleared, sizeof cleared, cudaMemcpyHostToDevice);
+    return log;
+}
+
+// Clips the gradient of every parameter at once to the global norm max_norm (layers/clip.cuh);
+// the host waits for nothing (the norm stays in model.norm_scratch).
+inline void model_clip_gradients(Model& model, float max_norm) {
+    clip_gradients(model.dev, model.grads_mem, model.num_params, max_norm, model.norm_scratch);
+}
+
+// Whether a tensor is one of the weight matrices that timm and nanoGPT decay: a matrix of a
+// linear layer or the token embedding; not a bias, a LayerNorm parameter, the position
+// embedding, CLS, the scalar encoding's wval or the mask (which has a weight decay of its own).
+inline bool is_decayed_matrix(const TensorInfo& info) {
+    return info.shape.size() == 2 && info.field != &ParamTensors::wpe && info.field != &ParamTensors::mask;
+}
+
+// which weights decay: "matrices" or "all" (the rule's name in the checkpoint, metrics.json and
+// the start-up table)
+inline std::string weight_decay_on(const Model& model) { return model.decay_matrices_only ? "matrices" : "all"; }
+
+// The ranges of the flat buffers AdamW updates: each tensor's with its weight decay: the mask its
+// own; every other tensor model.weight_decay (GOTU's Adam, the Boolean and arithmetic tasks), or
+// with decay_matrices_only (images and language, as timm and nanoGPT do it) the weight matrices
+// alone and 0 elsewhere. A frozen mask is in no range (untouched).
+inline AdamWGroups model_adamw_groups(const Model& model) {
+    std::vector<const TensorInfo*> by_offset;
+    for (const TensorInfo& info : model.layout)
+        if (info.numel > 0) by_offset.push_back(&info);
+    auto offset = [&](const TensorInfo* info) { return (size_t)(model.params.*info->field - model.params_mem); };
+    std::sort(by_offset.begin(), by_offset.end(),
+              [&](const TensorInfo* a, const TensorInfo* b) { return offset(a) < offset(b); });
+    AdamWGroups groups;
+    for (const TensorInfo* info : by_offset) {
+        const bool mask = info->field == &ParamTensors::mask;
+        if (mask && model.freeze_mask) continue;
+        const float decay = !model.decay_matrices_only || is_decayed_matrix(*info) ? model.weight_decay : 0.0f;
+        groups.add(offset(info), offset(info) + info->numel * info->slices, mask ? model.mask_weight_decay : decay);
+    }
+    return groups;
+}
+
+// The AdamW step model.adam_t, at the learning rate model.adam.lr, over every parameter in one
+// launch. staged: on the GPU the step's scalars are those model_set_batch uploaded with the batch
+// (the training step's, run/step.cuh), which a graph replays; else they are uploaded here.
+inline void model_adamw(Model& model, bool staged) {
+    const AdamWGroups groups = model_adamw_groups(model);
+    if (model.dev == DEVICE_GPU && staged)
+        return adamw_update_groups_gpu(model.params_mem, model.m_mem, model.v_mem, model.grads_mem, groups, model.adam,
+                                       &model.scalars->adam);
+    adamw_update_groups(model.dev, model.params_mem, model.m_mem, model.v_mem, model.grads_mem, groups, model.adam,
+                        model.adam_t);
+}
+
+// One AdamW step (the next) over every parameter
+inline void model_update(Model& model) {
+    model.adam_t++;
+    model_adamw(model, false);
+}
+
+// ----------------------------------------------------------------------------
+// the training step
 
 // What a graph captures: everything of the step that runs on the device, in order
 inline void training_step_work(Model& model, float clip_grad) {

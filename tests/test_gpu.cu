@@ -5,6 +5,7 @@
 #include <fstream>
 #include "test_util.h"
 #include "prior/init.cuh"
+#include "run/step.cuh"         // model_update, model_clip_gradients
 #include "run/safetensors.h"
 #include "tasks/arithmetic.h"
 #include "tasks/boolean.h"

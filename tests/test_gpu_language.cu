@@ -4,6 +4,7 @@
 // 2^31 elements. Uses test_gpu.cu's helpers (one translation unit). Skipped without a GPU.
 #include <cstdlib>
 #include "text_fixture.h"
+#include "run/step.cuh"       // model_update, model_clip_gradients
 #include "tasks/language.h"  // LanguageTask
 
 static const bool LARGE_TESTS = getenv("MASKPRIOR_LARGE_TESTS") && std::string(getenv("MASKPRIOR_LARGE_TESTS")) == "1";

@@ -4,6 +4,7 @@
 #include <set>
 #include "test_util.h"
 #include "prior/init.cuh"
+#include "run/step.cuh"  // model_update, model_adamw_groups
 #include "tasks/boolean.h"
 
 static Config tiny_config(int mask_heads, bool causal, ReadoutType readout = READOUT_REGRESSION,
