@@ -32,8 +32,9 @@
 #                   and UndefinedBehaviorSanitizer (about 17 minutes with the build; make check runs part)
 #   make tests/emulated_tests_tsan  the emulated GPU tests under ThreadSanitizer, which names both CUDA
 #                   threads of a race in a block (make check runs the emulation's kernels on it)
-#   make test-faults  runs killed with SIGKILL at exact points and at 20 random moments, each continued
-#                   with --continue, must end bit-identical to an uninterrupted run
+#   make test-faults  runs killed (SIGKILL) and stopped (SIGTERM, SIGINT, SIGUSR1) at exact points and
+#                   at 20 random moments each, each continued with --continue, must end bit-identical
+#                   to an uninterrupted run
 #   make test-large the logits' kernels past 2^31 floats (a GPU with ~18 GB; also in gpu-check-full)
 #   make gpu-check  on a GPU, at most 6 minutes: the GPU tests at every kernel version, the kernel tests
 #                   under compute-sanitizer's four tools, the kernel lab, the paper-size model profiled
@@ -188,7 +189,7 @@ tests/unit_tests_sanitize: $(wildcard tests/*.cu tests/*.h) $(HEADERS) .build-se
 test-sanitize: deps-test maskprior-sanitize tests/unit_tests_sanitize
 	@sh tests/sanitize.sh
 
-# runs killed with SIGKILL at exact points and 20 times at random moments, continued, compared
+# runs killed and stopped by signals at exact points and 20 times each at random moments, continued, compared
 test-faults: deps-test maskprior
 	@sh tests/test_faults.sh --timed 20
 

@@ -8,11 +8,12 @@
 #include "model.cuh"             // Model, model_build, model_forward, model_zero_grad, model_backward
 #include "run/checkpoint.h"      // dump_state
 #include "run/checkpointing.cuh" // run_paths, checkpoint_to_resume, resume, Checkpointer
-#include "run/evaluate.cuh"      // evaluate, write_pictures, write_structure_picture
+#include "run/evaluate.cuh"      // evaluate_run, write_pictures, write_structure_picture
 #include "run/options.h"         // parse_options
 #include "run/profile.cuh"       // record_profile, print_profile
 #include "run/report.cuh"        // RunLog, Progress, metrics_json, write_metrics, print_final_table
 #include "run/sample.cuh"        // generate
+#include "run/signals.h"         // catch_stop_signals, stop_signal, report_stop
 #include "run/setup.cuh"         // make_task, model_config, prior_structure, initialise, print_startup
 #include "run/step.cuh"          // training_step, model_read_step_log, weight_decay_on
 #include "tasks/batch.h"         // Batch, training_batch, loss_positions
@@ -23,7 +24,8 @@ static int train(int argc, char** argv) {
     if (!opt.generate.empty()) return generate(opt, pick_device(opt));  // text from a checkpoint, then stop
     RunPaths paths;  // every output is checked writable first, not after the training
     if (!opt.dump_state.empty()) check_writable(opt.dump_state);
-    else if (opt.profile == 0) paths = run_paths(opt);
+    else if (opt.profile == 0) paths = run_paths(opt);  // the run folder, locked for this process
+    if (!paths.folder.empty()) catch_stop_signals();  // SIGTERM, SIGINT, SIGUSR1: stop after the step, saved
     const std::unique_ptr<Task> task = make_task(opt);
     const Device dev = pick_device(opt);
     if (opt.profile > 0 && dev != DEVICE_GPU) fail("--profile records GPU launches, and no GPU is in use");
@@ -42,6 +44,7 @@ static int train(int argc, char** argv) {
     set_optimizer(model, opt);
     const Structure G = prior_structure(opt, *task, cfg);
     const Initialisation init = initialise(model, opt, *task, G);
+    weight_average_start(model.ema, dev, model.params_mem, model.num_params, opt.ema);  // --ema: from step 0
     TrainAccuracy train_accuracy;  // classification: top-1 on the training batches between evaluations
     const std::string resume_path = checkpoint_to_resume(opt, paths);
     const Resumed resumed = resume(model, opt, resume_path, steps, train_accuracy);
@@ -53,6 +56,7 @@ static int train(int argc, char** argv) {
     const std::vector<float> positions = loss_positions(*task, opt.loss_on);  // (T), or empty
     Batch batch;
     batch.shape(*task, B, positions);
+    batch.mixing = mix_settings(opt);  // mixup, cutmix: training batches only (tasks/mix.h)
 
     if (!opt.dump_state.empty()) {  // one forward/backward on the first batch, written out, then stop
         training_batch(*task, order, start_step, batch);
@@ -71,7 +75,7 @@ static int train(int argc, char** argv) {
             training_batch(*task, order, start_step + i, batch);
             const int64_t step = std::min(start_step + i, steps - 1);
             training_step(model, batch_input(batch), batch.targets.data(), batch.mask(),
-                          step_learning_rate(opt, step, steps), opt.clip_grad, step);
+                          step_learning_rate(opt, step, steps), opt.clip_grad, step, batch.mix_targets());
         });
         print_profile(profiler(), opt.profile, kernels.tf32);
         return 0;
@@ -96,10 +100,10 @@ static int train(int argc, char** argv) {
     Evaluation ev;
     if (start_step == 0) {  // step 0: the first batch's gradient, so that step 0 reports gradient norms too
         training_batch(*task, order, 0, batch);
-        model_forward(model, batch_input(batch), batch.targets.data(), B, batch.mask());
+        model_forward(model, batch_input(batch), batch.targets.data(), B, batch.mask(), false, batch.mix_targets());
         model_zero_grad(model);
         model_backward(model, B);
-        ev = evaluate(model, *task, G, init.reference, positions);
+        ev = evaluate_run(model, *task, G, init.reference, positions);
         log.evaluation(0, NAN, ev);
         write_pictures(out_dir, "step0", model, ev, *task);
         write_structure_picture(out_dir, G);
@@ -115,7 +119,8 @@ static int train(int argc, char** argv) {
         training_batch(*task, order, step, batch);
         progress.exclude(now_seconds() - batch_start);
         const float lr = step_learning_rate(opt, step, steps);
-        training_step(model, batch_input(batch), batch.targets.data(), batch.mask(), lr, opt.clip_grad, step);
+        training_step(model, batch_input(batch), batch.targets.data(), batch.mask(), lr, opt.clip_grad, step,
+                      batch.mix_targets());
         const int64_t done = step + 1;
         const bool evaluating = done % eval_every == 0 || done == steps;
         // the step log, where the run reports or saves (the CPU's costs nothing: every step); the
@@ -135,7 +140,7 @@ static int train(int argc, char** argv) {
         fault_point("after-step");
         progress.step_done(done, loss);
         if (evaluating) {
-            ev = evaluate(model, *task, G, init.reference, positions);
+            ev = evaluate_run(model, *task, G, init.reference, positions);
             train_accuracy.report(ev);
             log.evaluation(done, loss, ev);
             progress.restart();  // evaluation time is not training time
@@ -145,9 +150,14 @@ static int train(int argc, char** argv) {
             checkpointer.save(model, run_meta, done, train_accuracy);
             progress.restart();  // nor is saving
         }
+        if (stop_signal() != 0 && done < steps) {  // asked to stop: save this step, unless saved, then stop
+            read_step_log();
+            if (checkpointer.saved_step != done) checkpointer.save(model, run_meta, done, train_accuracy);
+            return report_stop(done, paths.checkpoint);
+        }
     }
     if (start_step == steps) {  // resumed a finished run: nothing trained, evaluate what is there
-        ev = evaluate(model, *task, G, init.reference, positions);
+        ev = evaluate_run(model, *task, G, init.reference, positions);
         print_evaluation(steps, ev);
     }
     const double seconds = now_seconds() - t_start;

@@ -12,6 +12,7 @@
 //     proj = y Wproj^T + bproj           x_mid = x + proj
 //     ln2 = layernorm(x_mid)             mlp_fc = ln2 Wfc^T + bfc,   mlp_gelu = gelu(mlp_fc)
 //     mlp_proj = mlp_gelu Wmlp^T + bmlp  x_out = x_mid + mlp_proj    (the next layer's x)
+//   (--drop-path, training passes: proj and mlp_proj scaled per example first, layers/drop_path.cuh)
 //   the readout (the output layer, "head" in the checkpoint), on the pooled row:
 //     pooled = x_out[:, p]  p = 0 (CLS); causal: p = T-1     (B,C)
 //              (--pool mean: the mean of x_out[:, 1:])
@@ -32,6 +33,8 @@
 #include "layers/clip.cuh"             // clip_gradients, grad_norm_scratch_size
 #include "layers/config.h"             // Config, ParamTensors, param_layout, block_params
 #include "layers/device_step.cuh"      // DeviceBatch, StepScalars, StepLog, loss_mean_gpu, step_log_add_*
+#include "layers/drop_path.cuh"        // DropPath, drop_path_draw, drop_path_forward, drop_path_backward
+#include "layers/ema.cuh"              // WeightAverage
 #include "layers/embedding.cuh"        // embedding_*, scalar_embedding_*
 #include "layers/fused.cuh"            // residual_layernorm_*, matmul_bias_gelu_*, mlp_backward
 #include "layers/graph.cuh"            // GraphCache
@@ -66,12 +69,14 @@ struct Model {
     float* pixels = nullptr;      // (B,channels,H,W) on dev, image models
     float* targets = nullptr;     // (B·readout_rows) on dev: a value, a class, or the next token at each position
     float* loss_mask = nullptr;   // (B·T) on dev, next-token readout only: 1 where a position counts in the loss
+    float* mix = nullptr;         // (B,2) on dev, image models: a mixed batch's second class and λ of each row
     DeviceBatch batch_block;      // GPU only
     StepScalars* scalars = nullptr;  // (1) on dev: the batch's loss count, the step's AdamW scalars and index
     float* mean_loss = nullptr;   // (1) on dev: the last forward pass's mean loss
     StepLog* step_log = nullptr;  // (1) on dev: the training steps since the host last read it
     int batch_rows = 0;         // the rows of the batch model_set_batch gave last
     bool batch_targets = false;  // whether it had targets
+    bool batch_mixed = false;    // whether they were mixed (model.mix holds the rest of them)
     bool loss_masked;   // whether it weights its rows by loss_mask
     int loss_rows;      // the rows of the last forward pass with targets; 0 when it had none
     bool readout_row_only;  // whether the last forward pass ran the last block's tail on the readout's row alone
@@ -83,6 +88,8 @@ struct Model {
     bool freeze_mask = false;      // --freeze-mask: M is a constant, with no gradient and no update
     float* norm_scratch = nullptr;  // (grad_norm_scratch_size(num_params)) model_clip_gradients' sums and result
     int adam_t = 0;  // optimizer steps taken
+    DropPath drop_path;  // stochastic depth in training passes (--drop-path; layers/drop_path.cuh)
+    WeightAverage ema;   // the weights' moving average (--ema; layers/ema.cuh), which run/step.cuh updates
     GraphCache graphs;  // the captured passes and steps, by shape (Kernels::graph; layers/graph.cuh)
 };
 
@@ -133,16 +140,18 @@ inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
     const size_t token_ints = cfg.image_input() ? 0 : BT;
     const size_t pixel_floats = cfg.image_input() ? (size_t)B * cfg.image_size() : 0;
     const size_t mask_floats = cfg.readout == READOUT_NEXT_TOKEN ? R : 0;
+    const size_t mix_floats = cfg.image_input() ? 2 * R : 0;
     if (dev == DEVICE_GPU) {
         gpu_setup();  // the stream and cuBLAS's handle and workspace, before any capture
         const size_t token_rows = token_ints > 0 ? token_rows_capacity((int)BT, cfg.V) : 0;
         DeviceBatch& block = model.batch_block;
-        device_batch_build(block, {token_ints, pixel_floats, R, mask_floats, token_rows});
+        device_batch_build(block, {token_ints, pixel_floats, R, mask_floats, token_rows, mix_floats});
         model.tokens = token_ints ? block.on_device<int>(block.tokens) : nullptr;
         model.by_token.device = token_rows ? block.on_device<int>(block.token_rows) : nullptr;
         model.pixels = pixel_floats ? block.on_device<float>(block.pixels) : nullptr;
         model.targets = block.on_device<float>(block.targets);
         model.loss_mask = mask_floats ? block.on_device<float>(block.loss_mask) : nullptr;
+        model.mix = mix_floats ? block.on_device<float>(block.mix) : nullptr;
         model.scalars = block.on_device<StepScalars>(block.scalars);
         cudaCheck(cudaMalloc(&model.mean_loss, sizeof(float)));
         cudaCheck(cudaMalloc(&model.step_log, sizeof(StepLog)));
@@ -154,6 +163,7 @@ inline void model_build(Model& model, const Config& cfg, Device dev, int B) {
         model.pixels = pixel_floats ? buffer_alloc(dev, pixel_floats) : nullptr;
         model.targets = buffer_alloc(dev, R);
         model.loss_mask = mask_floats ? buffer_alloc(dev, mask_floats) : nullptr;
+        model.mix = mix_floats ? buffer_alloc(dev, mix_floats) : nullptr;
         model.scalars = new StepScalars();
         model.mean_loss = new float(0.0f);
         model.step_log = new StepLog(step_log_cleared());
@@ -174,13 +184,15 @@ inline void model_free(Model& model) {
                      model.dscores, model.mask_term, model.norm_scratch})
         buffer_free(model.dev, p);
     if (model.token_value) buffer_free(model.dev, model.token_value);
+    drop_path_free(model.dev, model.drop_path);
+    weight_average_free(model.dev, model.ema);
     if (model.dev == DEVICE_GPU) {
         device_batch_free(model.batch_block);
         cudaCheck(cudaFree(model.mean_loss));
         cudaCheck(cudaFree(model.step_log));
     } else {
         free(model.tokens);
-        for (float* p : {model.pixels, model.targets, model.loss_mask})
+        for (float* p : {model.pixels, model.targets, model.loss_mask, model.mix})
             if (p) buffer_free(model.dev, p);
         delete model.scalars;
         delete model.mean_loss;
@@ -223,36 +235,50 @@ inline AttentionShape model_attention_shape(const Config& c, int B, int l) {
 //   proj = y Wproj^T + bproj,  x_mid = x + proj,  ln2 = layernorm(x_mid),
 //   mlp_fc = ln2 Wfc^T + bfc,  mlp_gelu = gelu(mlp_fc),  mlp_proj = mlp_gelu Wmlp^T + bmlp,
 //   x_out = x_mid + mlp_proj
-inline void block_tail_forward(const Model& model, const BlockParams& w, const BlockActivations& x, int N) {
+// drop (2,N/T), or nullptr: a training pass's drop-path factors of the two branches, which scale proj
+// and mlp_proj in place before their sums (N = B·T rows then).
+inline void block_tail_forward(const Model& model, const BlockParams& w, const BlockActivations& x, int N,
+                               const float* drop = nullptr) {
     const Config& c = model.cfg;
     const Device dev = model.dev;
     const Kernels& k = model.kernels;
-    const int C = c.C;
+    const int C = c.C, B = N / c.T;
     matmul_forward(dev, k, x.proj, x.y, w.projw, w.projb, N, c.attention_width(), C);
+    if (drop) drop_path_forward(dev, x.proj, x.proj, drop, B, (size_t)c.T * C);
     residual_layernorm_forward(dev, k, x.x_mid, x.ln2, x.ln2_mean, x.ln2_rstd, x.input, x.proj, w.ln2w, w.ln2b, N, C);
     matmul_bias_gelu_forward(dev, k, x.mlp_fc, x.mlp_gelu, x.ln2, w.mlp_fcw, w.mlp_fcb, N, C, c.MLP);
     matmul_forward(dev, k, x.mlp_proj, x.mlp_gelu, w.mlp_projw, w.mlp_projb, N, c.MLP, C);
+    if (drop) drop_path_forward(dev, x.mlp_proj, x.mlp_proj, drop + B, B, (size_t)c.T * C);
     residual_forward(dev, x.x_out, x.x_mid, x.mlp_proj, (size_t)N * C);
 }
 
 // Its backward, the forward's lines in reverse, from the residual gradient (the gradients dx, dw
 // accumulate). dx's residual fields are the one residual gradient (block_gradients): each sum
-// passes it on unchanged, and the LayerNorm backward adds its part into it in place.
+// passes it on unchanged, and the LayerNorm backward adds its part into it in place. drop: as the
+// forward's; a dropped branch's gradient f · (the residual gradient) goes to DropPath::branch_grad.
 inline void block_tail_backward(const Model& model, const BlockParams& w, const BlockParams& dw,
-                                const BlockActivations& x, const BlockActivations& dx, int N) {
+                                const BlockActivations& x, const BlockActivations& dx, int N,
+                                const float* drop = nullptr) {
     const Config& c = model.cfg;
     const Device dev = model.dev;
     const Kernels& k = model.kernels;
-    const int C = c.C;
+    const int C = c.C, B = N / c.T;
+    float* branch_grad = model.drop_path.branch_grad;  // (B,T,C)
     // x_out = x_mid + mlp_proj: dx_mid = dmlp_proj = dx_out, the residual gradient as it is
+    // (dropped: x_out = x_mid + f mlp_proj, dmlp_proj = f dx_out)
+    const float* dmlp_proj = drop ? branch_grad : dx.mlp_proj;
+    if (drop) drop_path_backward(dev, branch_grad, dx.mlp_proj, drop + B, B, (size_t)c.T * C);
     // mlp_proj = mlp_gelu Wmlp^T + bmlp, mlp_gelu = gelu(mlp_fc), mlp_fc = ln2 Wfc^T + bfc (mlp_backward:
     // the two layers' backwards, or at matmul version 2 the GELU's fused into the second's product)
     mlp_backward(dev, k, dx.ln2, dw.mlp_fcw, dw.mlp_fcb, dx.mlp_fc, dx.mlp_gelu, dw.mlp_projw, dw.mlp_projb,
-                 dx.mlp_proj, x.ln2, x.mlp_fc, x.mlp_gelu, w.mlp_fcw, w.mlp_projw, N, C, c.MLP);
+                 dmlp_proj, x.ln2, x.mlp_fc, x.mlp_gelu, w.mlp_fcw, w.mlp_projw, N, C, c.MLP);
     // ln2 = layernorm(x_mid): dx_mid += its input gradient; x_mid = x + proj: dx = dproj = dx_mid
+    // (dropped: dproj = f dx_mid)
     layernorm_backward(dev, k, dx.x_mid, dw.ln2w, dw.ln2b, dx.ln2, x.x_mid, w.ln2w, x.ln2_mean, x.ln2_rstd, N, C);
+    const float* dproj = drop ? branch_grad : dx.proj;
+    if (drop) drop_path_backward(dev, branch_grad, dx.proj, drop, B, (size_t)c.T * C);
     // proj = y Wproj^T + bproj
-    matmul_backward(dev, k, dx.y, dw.projw, dw.projb, dx.proj, x.y, w.projw, N, c.attention_width(), C);
+    matmul_backward(dev, k, dx.y, dw.projw, dw.projb, dproj, x.y, w.projw, N, c.attention_width(), C);
 }
 
 // What a forward pass reads, in host memory: token ids (rows,T), or for an image model the
@@ -271,11 +297,12 @@ struct ModelInput {
 // Hands the model a batch of `rows` <= model.B examples in host memory: the input (tokens or
 // pixels), targets (rows·readout_rows, or nullptr: no loss) and for the next-token readout
 // loss_mask (rows·T) of 0/1 (nullptr: every position counts), with the step's scalars (a
-// training step's AdamW values and index; the loss count is filled in here). On the CPU they are
-// copied into the model's buffers; on the GPU written into the next pinned copy of the batch
-// block (with the token rows of the embedding's kernel 2) and uploaded in one asynchronous copy.
+// training step's AdamW values and index; the loss count is filled in here), and for a mixed image
+// batch mix (rows,2), each row's second class and λ (tasks/mix.h; nullptr: unmixed). On the CPU
+// they are copied into the model's buffers; on the GPU written into the next pinned copy of the
+// batch block (with the token rows of the embedding's kernel 2) and uploaded in one asynchronous copy.
 inline void model_set_batch(Model& model, ModelInput input, const float* targets, int rows, const float* loss_mask,
-                            StepScalars scalars = {}) {
+                            StepScalars scalars = {}, const float* mix = nullptr) {
     const Config& c = model.cfg;
     const int R = rows * c.readout_rows();
     if (rows < 1 || rows > model.B)
@@ -284,8 +311,10 @@ inline void model_set_batch(Model& model, ModelInput input, const float* targets
     if (c.image_input() != (input.pixels != nullptr))
         throw std::logic_error(std::string("model_set_batch: an ") + (c.image_input() ? "image" : "token") +
                                " model was given " + (input.pixels ? "pixels" : "tokens"));
+    if (mix && !model.mix) throw std::logic_error("model_set_batch: a mixed batch for a token model");
     model.batch_rows = rows;
     model.batch_targets = targets != nullptr;
+    model.batch_mixed = targets && mix;
     model.loss_masked = targets && c.readout == READOUT_NEXT_TOKEN && loss_mask;
     scalars.loss_count = (float)R;
     if (model.loss_masked) {
@@ -300,6 +329,7 @@ inline void model_set_batch(Model& model, ModelInput input, const float* targets
         memcpy(c.image_input() ? (void*)model.pixels : (void*)model.tokens, input_data, input_bytes);
         if (targets) memcpy(model.targets, targets, R * sizeof(float));
         if (model.loss_masked) memcpy(model.loss_mask, loss_mask, R * sizeof(float));
+        if (model.batch_mixed) memcpy(model.mix, mix, 2 * R * sizeof(float));
         *model.scalars = scalars;
         return;
     }
@@ -308,6 +338,7 @@ inline void model_set_batch(Model& model, ModelInput input, const float* targets
     memcpy(staging + (c.image_input() ? block.pixels : block.tokens), input_data, input_bytes);
     if (targets) memcpy(staging + block.targets, targets, R * sizeof(float));
     if (model.loss_masked) memcpy(staging + block.loss_mask, loss_mask, R * sizeof(float));
+    if (model.batch_mixed) memcpy(staging + block.mix, mix, 2 * R * sizeof(float));
     memcpy(staging + block.scalars, &scalars, sizeof scalars);
     if (!c.image_input() && model.kernels.fast_layers) {
         token_rows_build(model.by_token, input.tokens, rows * c.T, c.V);
@@ -367,8 +398,10 @@ inline void input_backward(Model& model, const Activations& a, const Activations
 // same bits in the outputs, the loss and every layer's attention; the last block's other rows
 // are left unset, and model_backward refuses to run after it.
 // model_forward_state is the host's part (what model_backward checks), which runs every time;
-// model_forward_pass the device's, which a graph may replay.
-inline void model_forward_state(Model& model, int rows, bool with_loss, bool readout_row_only) {
+// model_forward_pass the device's, which a graph may replay. training: a training step's pass,
+// which draws and applies the drop-path factors when --drop-path is on (evaluation drops nothing).
+inline void model_forward_state(Model& model, int rows, bool with_loss, bool readout_row_only,
+                                bool training = false) {
     const Config& c = model.cfg;
     if (rows != model.batch_rows || (with_loss && !model.batch_targets))
         throw std::logic_error("model_forward: " + std::to_string(rows) + " rows" + (with_loss ? " with a loss" : "") +
@@ -376,6 +409,7 @@ inline void model_forward_state(Model& model, int rows, bool with_loss, bool rea
                                (model.batch_targets ? " with targets" : " without targets"));
     model.readout_row_only = readout_row_only && c.readout != READOUT_NEXT_TOKEN && c.pool == POOL_CLS;
     model.loss_rows = with_loss ? rows : 0;
+    model.drop_path.applied = training && model.drop_path.rate > 0 && !model.readout_row_only;
 }
 
 inline void model_forward_pass(Model& model, int rows, bool with_loss) {
@@ -386,6 +420,7 @@ inline void model_forward_pass(Model& model, int rows, bool with_loss) {
     const int AW = c.attention_width();
     Activations a = model_activations(model, B);
     const ParamTensors& p = model.params;
+    if (model.drop_path.applied) drop_path_draw(dev, model.drop_path, &model.scalars->step, c.L, B);
     input_forward(model, a, B);
     for (int l = 0; l < c.L; l++) {
         const BlockParams w = block_params(c, p, l);
@@ -400,7 +435,7 @@ inline void model_forward_pass(Model& model, int rows, bool with_loss) {
             pick_position_forward(dev, r.y, x.y, B, T, AW, c.readout_position());
             block_tail_forward(model, w, r, B);
         } else {
-            block_tail_forward(model, w, x, BT);
+            block_tail_forward(model, w, x, BT, drop_path_layer(model.drop_path, l, B));
         }
     }
     // the readout's input: the pooled row, or (next token) the whole last residual stream
@@ -418,7 +453,7 @@ inline void model_forward_pass(Model& model, int rows, bool with_loss) {
     const float* row_weight = model.loss_masked ? model.loss_mask : nullptr;
     if (c.readout != READOUT_REGRESSION)
         crossentropy_forward(dev, k, a.losses, a.probs, a.logits, model.targets, row_weight, R, c.OUT,
-                             model.label_smoothing);
+                             model.label_smoothing, model.batch_mixed ? model.mix : nullptr);
     else if (c.loss == LOSS_LOGISTIC) logistic_forward(dev, a.losses, a.logits, model.targets, B);
     else mse_forward(dev, a.losses, a.logits, model.targets, B);
     if (dev == DEVICE_GPU) {
@@ -441,13 +476,14 @@ inline float model_read_loss(const Model& model) {
 // Forward pass on `rows` <= model.B examples, host memory, as model_set_batch takes them; returns
 // the mean loss over the counted rows (targets = nullptr: the outputs only, and 0).
 inline float model_forward(Model& model, ModelInput input, const float* targets, int rows,
-                           const float* loss_mask = nullptr, bool readout_row_only = false) {
-    model_set_batch(model, input, targets, rows, loss_mask);
+                           const float* loss_mask = nullptr, bool readout_row_only = false,
+                           const float* mix = nullptr) {
+    model_set_batch(model, input, targets, rows, loss_mask, {}, mix);
     const bool with_loss = targets != nullptr;
     model_forward_state(model, rows, with_loss, readout_row_only);
     if (model.dev == DEVICE_GPU && model.kernels.graph) {
         const std::string shape = "forward pass: " + std::to_string(rows) + " rows" + (with_loss ? ", loss" : "") +
-                                  (model.loss_masked ? " masked" : "") +
+                                  (model.loss_masked ? " masked" : "") + (model.batch_mixed ? " mixed" : "") +
                                   (model.readout_row_only ? ", readout row" : "") + ", smoothing " +
                                   std::to_string(model.label_smoothing);
         model.graphs.run(shape, [&] { model_forward_pass(model, rows, with_loss); });
@@ -488,7 +524,7 @@ inline void model_backward(Model& model, int rows) {
     if (c.readout != READOUT_REGRESSION) {
         const float* row_weight = model.loss_masked ? model.loss_mask : nullptr;
         crossentropy_backward(dev, d.logits, a.probs, model.targets, row_weight, &model.scalars->loss_count, R, c.OUT,
-                              model.label_smoothing);
+                              model.label_smoothing, model.batch_mixed ? model.mix : nullptr);
     } else if (c.loss == LOSS_LOGISTIC) logistic_backward(dev, d.logits, a.logits, model.targets, B);
     else mse_backward(dev, d.logits, a.logits, model.targets, B);
     // logits = lnf Wout^T + bout, lnf = ln_f(pooled or x_out)
@@ -503,7 +539,7 @@ inline void model_backward(Model& model, int rows) {
     for (int l = c.L - 1; l >= 0; l--) {
         const BlockParams w = block_params(c, p, l), dw = block_params(c, g, l);
         const BlockActivations x = block_activations(c, a, B, l), dx = block_gradients(c, d, B, l);
-        block_tail_backward(model, w, dw, x, dx, BT);
+        block_tail_backward(model, w, dw, x, dx, BT, drop_path_layer(model.drop_path, l, B));
         // y = attention(qkv, mask_l)
         attention_backward(dev, k, dx.qkv, dw.mask, model.dscores, dx.y, x.qkv, x.att, w.mask,
                            model_attention_shape(c, B, l));

@@ -5,7 +5,8 @@
 #   --continue: a run continues its folder's own checkpoint bit-exactly when it has one (written
 #         atomically every 5 minutes of a run, and at its end), so a table that was interrupted
 #         (Ctrl-C, a crash, a reboot) and is started again loses at most one checkpoint interval
-#         per run.
+#         per run; Ctrl-C loses nothing: each run writes its checkpoint after its step and stops
+#         (exit 3, run/signals.h), unfinished (no metrics.json), and no new run starts.
 #   --keep-finished: a run whose folder holds metrics.json (written last: the run finished) is
 #         not run again. Without it such a run is trained again from its start: its metrics.json,
 #         checkpoint and stdout.log are removed first.
@@ -17,7 +18,8 @@
 #         OMP_NUM_THREADS = cores / JOBS threads. A run's result does not depend on its thread
 #         count (CPU runs are bit-identical at any count), so JOBS changes only the time.
 # Each run's output is appended to FOLDER/stdout.log; a finished run prints its folder and its
-# last evaluation line. A failed run prints its output, and no new run starts (exit 1).
+# last evaluation line. A failed run prints its output, and no new run starts (exit 1); so does
+# a run stopped by a signal (SIGTERM, SIGINT, SIGUSR1), which prints one line instead.
 #
 # Which GPU: xargs starts each run in a fresh shell and gives it no slot number (GNU xargs'
 # --process-slot-var is not POSIX), so a run takes a slot itself: slot k is the folder
@@ -70,7 +72,11 @@ if ! xargs -P "$JOBS" -L 1 sh -c '
     status=0
     ./maskprior "$@" --out "$out" --continue >> "$log" 2>&1 || status=$?
     [ -z "$slot" ] || rmdir "$RUN_MANY_SLOTS/$slot" 2>/dev/null || true  # gone: xargs stopped at a failure
-    if [ "$status" != 0 ]; then
+    if [ "$status" = 3 ]; then
+        echo "run_many.sh: the run into $out was stopped by a signal, its checkpoint written:" \
+            "the same command goes on from there" >&2
+        exit 255
+    elif [ "$status" != 0 ]; then
         tail -c +$((offset + 1)) "$log"
         echo "run_many.sh: the run into $out failed" >&2
         exit 255

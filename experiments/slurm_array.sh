@@ -6,6 +6,7 @@
 #   runs.txt  one run per line: its arguments to ./maskprior, the ones run_many.sh gives it
 #             (FLAGS --out FOLDER --continue); array task i runs line i + 1;
 #   array.sh  the sbatch script: #SBATCH --array=0-(N-1), --gres=gpu:1, --requeue,
+#             --signal=B:USR1@120 (a task stopped before its time limit requeues itself),
 #             --open-mode=append, --output logs/<i>.out, and a comment block on how to submit it,
 #             rerun failed tasks and get the table. It changes to this repository (its absolute
 #             path written in, as sbatch runs a copy of the script) and runs its line there
@@ -50,8 +51,11 @@ cat > "$dir/array.sh" <<EOF
 #                (sbatch options given there win over the #SBATCH lines below: --partition,
 #                --time, --account, --cpus-per-task, or --array=0-$((n - 1))%K for K runs at once)
 #   Preemption:  --requeue: Slurm starts a preempted task (or one whose node failed) again, and
-#                its run continues from its last checkpoint (by default written every 5 minutes
-#                of the run), so it loses at most that much; its log is appended to.
+#                its run continues from its last checkpoint; its log is appended to. Preempted
+#                (SIGTERM), the run writes its checkpoint after its step and exits 3, losing
+#                nothing; a lost node loses at most a checkpoint interval (5 minutes of the run).
+#   Time limit:  --signal=B:USR1@120: 120 s before it, the task passes SIGUSR1 on to its run, which
+#                writes its checkpoint and exits 3, and requeues itself (scontrol requeue).
 #   Failed runs: sh $root/slurm/array.sh --unfinished
 #                prints the indices of the runs without metrics.json (nothing when all finished);
 #                a=$root/slurm/array.sh; sbatch --array=\$(sh \$a --unfinished) \$a
@@ -63,6 +67,7 @@ cat > "$dir/array.sh" <<EOF
 #SBATCH --array=0-$((n - 1))
 #SBATCH --gres=gpu:1
 #SBATCH --requeue
+#SBATCH --signal=B:USR1@120
 #SBATCH --open-mode=append
 #SBATCH --output=$dir/logs/%a.out
 cd "$repo" || exit 1

@@ -7,6 +7,11 @@
 #   has finished and is not run again (exit 0); any other continues its folder's checkpoint when
 #   it has one (--continue), so a task that Slurm requeued after a preemption, or that was
 #   submitted again, goes on from where its run stopped.
+#   SIGUSR1 (the array asks Slurm for it 120 s before the time limit: --signal=B:USR1@120, sent
+#   to this shell alone) is passed on to the run, which writes its checkpoint and exits 3
+#   (run/signals.h); the task then requeues itself (scontrol requeue JOBID_INDEX), and its run
+#   continues bit-exactly. SIGTERM (a preemption, which Slurm requeues itself: --requeue) reaches
+#   the run from Slurm directly; this shell only waits for the run to write its checkpoint.
 #   --unfinished: prints the indices of the runs without metrics.json, comma-separated, for
 #   sbatch --array=...; nothing when every run has finished.
 set -f
@@ -42,4 +47,19 @@ fi
 echo "== task $index on $(uname -n), GPU ${CUDA_VISIBLE_DEVICES:-none}, $(date '+%Y-%m-%d %H:%M:%S'):" \
     "./maskprior $line"
 # shellcheck disable=SC2086
-exec ./maskprior $line
+./maskprior $line &
+run=$!
+requeue=0
+trap 'requeue=1; kill -USR1 $run' USR1
+trap : TERM  # Slurm sent it to the run too: wait for its checkpoint
+status=0
+wait $run || status=$?
+while kill -0 $run 2>/dev/null; do  # a trap ended the wait, not the run
+    status=0
+    wait $run || status=$?
+done
+if [ $requeue = 1 ] && [ $status = 3 ]; then
+    echo "task $index: stopped before the time limit, checkpoint written: requeued"
+    scontrol requeue "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"
+fi
+exit $status

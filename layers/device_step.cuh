@@ -1,7 +1,8 @@
 // layers/device_step.cuh: what a step on the GPU keeps on the device, so that the host waits for
 // it only where it reads a result (a logging, evaluation or checkpoint step), never in between:
 //   - the batch block (DeviceBatch): a batch's inputs (token ids or pixels, targets, the loss
-//     mask, the token rows of the embedding's kernel 2) and the step's scalars (StepScalars), in
+//     mask, the token rows of the embedding's kernel 2, a mixed image batch's second classes and
+//     weights: tasks/mix.h) and the step's scalars (StepScalars), in
 //     one device allocation at fixed addresses, filled by one asynchronous copy from one of two
 //     pinned host copies of it: the host fills one while the other's copy may still be queued;
 //   - the mean loss, summed on the device in a fixed order (loss_mean_kernel1);
@@ -42,11 +43,12 @@ struct BatchShape {
     size_t target_floats = 0;   // (rows · readout_rows)
     size_t mask_floats = 0;     // (rows · T) the next-token loss mask; 0 without one
     size_t token_row_ints = 0;  // TokenRows' array (layers/embedding.cuh); 0 where kernel 2 does not run
+    size_t mix_floats = 0;      // (rows · 2) a mixed batch's second class and λ per row; 0 for a token model
 };
 
 // The batch block: the same layout (byte offsets) in pinned host memory and on the device
 struct DeviceBatch {
-    size_t tokens = 0, pixels = 0, targets = 0, loss_mask = 0, token_rows = 0, scalars = 0, bytes = 0;
+    size_t tokens = 0, pixels = 0, targets = 0, loss_mask = 0, token_rows = 0, mix = 0, scalars = 0, bytes = 0;
     char* device = nullptr;          // the block on the device
     char* staging[2] = {nullptr, nullptr};  // two pinned host copies
     cudaEvent_t copied[2] = {nullptr, nullptr};  // recorded after each copy's upload: refilled after it
@@ -68,6 +70,7 @@ inline void device_batch_build(DeviceBatch& b, const BatchShape& shape) {
     b.targets = room(shape.target_floats * sizeof(float));
     b.loss_mask = room(shape.mask_floats * sizeof(float));
     b.token_rows = room(shape.token_row_ints * sizeof(int));
+    b.mix = room(shape.mix_floats * sizeof(float));
     b.scalars = room(sizeof(StepScalars));
     b.bytes = at;
     cudaCheck(cudaMalloc(&b.device, b.bytes));
@@ -126,7 +129,8 @@ inline void loss_mean_gpu(float* mean, const float* losses, int R, const float* 
 // ----------------------------------------------------------------------------
 // the step log: after each training step, its loss, whether it is the first that is not finite,
 // and (classes > 0) the top-1 hits of its logits. The top class is the first of the largest
-// logits, as std::max_element finds it (tasks/task.h, top_class).
+// logits, as std::max_element finds it (tasks/task.h, top_class). A hit is against the row's
+// target class; in a mixed batch (tasks/mix.h) that is the row's own class, of weight λ.
 
 __host__ __device__ inline int top_class_of(const float* row, int classes) {
     int best = 0;

@@ -1,7 +1,8 @@
 // layers/loss.cuh: the losses at the top of the model: MSE or logistic for the regression readout,
 // cross-entropy for classes. Each writes one loss per row; the model averages them on the
 // host in a fixed order, so the loss is reproducible.
-// Targets are floats: a value (MSE), a ±1 label (logistic), a class id (cross-entropy).
+// Targets are floats: a value (MSE), a ±1 label (logistic), a class id (cross-entropy; a mixed
+// batch adds a second class and a weight per row).
 #pragma once
 #include "layers/common.cuh"  // Device, ceil_div, BLOCK, cudaCheck
 
@@ -108,11 +109,34 @@ inline void logistic_backward(Device dev, float* dpred, const float* pred, const
 // and -log(0) * 0 would be inf * 0 = NaN. The smoothing term is summed as log-softmax,
 // -1/V sum_v log p[v] = log(sum_v e^(z_v - zmax)) - 1/V sum_v (z_v - zmax), finite where a p[v] underflows.
 // backward of losses[n] = -sum_v q_v log p[v] * w_n:  dlogits[n,v] += (p[v] - q_v) * w_n / count
+// A mixed batch (mixup, cutmix: tasks/mix.h) gives each row a second class b_n and a weight λ_n,
+// mix[n] = (b_n, λ_n) (mix nullptr: no row is mixed), and the target becomes λ q(y_n) + (1 - λ) q(b_n),
+// timm's mixed smoothed one-hot, whose cross-entropy (timm's SoftTargetCrossEntropy) is
+//   λ CE_ε(y_n) + (1 - λ) CE_ε(b_n)
+//     = (1 - ε) (λ (-log p[y_n]) + (1 - λ) (-log p[b_n])) + ε (-1/V sum_v log p[v])
+// with each -log p[v] summed as log-softmax, log(sum) - (z_v - zmax), so that a class of weight 0 adds 0
+// where its p underflows; and q_v = ε/V + (1 - ε) (λ [v == y_n] + (1 - λ) [v == b_n]) in the backward.
+
+// λ (-log p[a]) + (1 - λ) (-log p[b]) of a mixed row: z (V) its logits, mix_row (2) = (b, λ)
+template <typename F>
+__host__ __device__ inline F mixed_nll(const F* z, F zmax, F log_sum, int a, const float* mix_row) {
+    const F lambda = F(mix_row[1]);
+    return log_sum - (lambda * (z[a] - zmax) + (F(1) - lambda) * (z[(int)mix_row[0]] - zmax));
+}
+
+// q_v of a mixed row of class a: ε/V + (1 - ε) (λ [v == a] + (1 - λ) [v == b]), mix_row (2) = (b, λ)
+template <typename F>
+__host__ __device__ inline F mixed_target(int v, int a, const float* mix_row, float smoothing, int V) {
+    const F lambda = F(mix_row[1]);
+    const F share = (v == a ? lambda : F(0)) + (v == (int)mix_row[0] ? F(1) - lambda : F(0));
+    return F(smoothing) / F(V) + (F(1) - F(smoothing)) * share;
+}
 
 template <typename F>
 void crossentropy_forward_cpu(F* losses, F* probs, const F* logits, const float* targets,
-                              const float* row_weight, int N, int V, float smoothing = 0.0f) {
-    // losses (N), probs (N,V), logits (N,V), targets (N), row_weight (N) or nullptr
+                              const float* row_weight, int N, int V, float smoothing = 0.0f,
+                              const float* mix = nullptr) {
+    // losses (N), probs (N,V), logits (N,V), targets (N), row_weight (N) or nullptr, mix (N,2) or nullptr
     #pragma omp parallel for if (worth_threads((size_t)N * V * 8))
     for (int n = 0; n < N; n++) {
         const F* z = logits + (size_t)n * V;
@@ -123,7 +147,8 @@ void crossentropy_forward_cpu(F* losses, F* probs, const F* logits, const float*
         for (int v = 0; v < V; v++) { p[v] = std::exp(z[v] - zmax); sum += p[v]; }
         for (int v = 0; v < V; v++) p[v] /= sum;
         F w = row_weight ? F(row_weight[n]) : F(1);
-        F nll = -std::log(p[(int)targets[n]]);
+        const int y = (int)targets[n];
+        F nll = mix ? mixed_nll(z, zmax, F(std::log(sum)), y, mix + 2 * n) : -std::log(p[y]);
         if (smoothing != 0.0f) {
             F mean_shifted = 0;  // 1/V sum_v (z_v - zmax)
             for (int v = 0; v < V; v++) mean_shifted += z[v] - zmax;
@@ -136,15 +161,16 @@ void crossentropy_forward_cpu(F* losses, F* probs, const F* logits, const float*
 
 template <typename F>
 void crossentropy_backward_cpu(F* dlogits, const F* probs, const float* targets, const float* row_weight,
-                               float count, int N, int V, float smoothing = 0.0f) {
-    // dlogits (N,V), probs (N,V), targets (N), row_weight (N) or nullptr
+                               float count, int N, int V, float smoothing = 0.0f, const float* mix = nullptr) {
+    // dlogits (N,V), probs (N,V), targets (N), row_weight (N) or nullptr, mix (N,2) or nullptr
     // q_v: 1 - ε + ε/V on the target, ε/V elsewhere (exactly 1 and 0 when ε = 0)
     const F q_off = F(smoothing) / F(V), q_target = (F(1) - F(smoothing)) + q_off;
     #pragma omp parallel for if (worth_threads((size_t)N * V * 8))
     for (int n = 0; n < N; n++) {
         F scale = (row_weight ? F(row_weight[n]) : F(1)) / F(count);
         for (int v = 0; v < V; v++) {
-            F q = v == (int)targets[n] ? q_target : q_off;
+            const F q = mix ? mixed_target<F>(v, (int)targets[n], mix + 2 * n, smoothing, V)
+                            : v == (int)targets[n] ? q_target : q_off;
             dlogits[(size_t)n * V + v] += (probs[(size_t)n * V + v] - q) * scale;
         }
     }
@@ -152,8 +178,9 @@ void crossentropy_backward_cpu(F* dlogits, const F* probs, const float* targets,
 
 __global__ void crossentropy_forward_kernel1(float* __restrict__ losses, float* __restrict__ probs,
                                              const float* __restrict__ logits, const float* __restrict__ targets,
-                                             const float* __restrict__ row_weight, int N, int V,
-                                             float smoothing = 0.0f) {
+                                             const float* __restrict__ row_weight, int N, int V, float smoothing,
+                                             const float* __restrict__ mix) {
+    // mix (N,2) or nullptr
     int n = blockIdx.x * blockDim.x + threadIdx.x;  // one thread per row
     if (n >= N) return;
     const float* z = logits + (size_t)n * V;
@@ -164,7 +191,7 @@ __global__ void crossentropy_forward_kernel1(float* __restrict__ losses, float* 
     for (int v = 0; v < V; v++) { p[v] = expf(z[v] - zmax); sum += p[v]; }
     for (int v = 0; v < V; v++) p[v] /= sum;
     float w = row_weight ? row_weight[n] : 1.0f;
-    float nll = -logf(p[(int)targets[n]]);
+    float nll = mix ? mixed_nll(z, zmax, logf(sum), (int)targets[n], mix + 2 * n) : -logf(p[(int)targets[n]]);
     if (smoothing != 0.0f) {
         float mean_shifted = 0;  // 1/V sum_v (z_v - zmax)
         for (int v = 0; v < V; v++) mean_shifted += z[v] - zmax;
@@ -181,8 +208,9 @@ __global__ void crossentropy_forward_kernel1(float* __restrict__ losses, float* 
 // within rounding).
 __global__ void crossentropy_forward_kernel2(float* __restrict__ losses, float* __restrict__ probs,
                                              const float* __restrict__ logits, const float* __restrict__ targets,
-                                             const float* __restrict__ row_weight, int N, int V, float smoothing) {
-    // as kernel1: losses (N), probs (N,V), logits (N,V), targets (N), row_weight (N) or nullptr
+                                             const float* __restrict__ row_weight, int N, int V, float smoothing,
+                                             const float* __restrict__ mix) {
+    // as kernel1: losses (N), probs (N,V), logits (N,V), targets (N), row_weight (N) or nullptr, mix (N,2) or nullptr
     const int n = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
     if (n >= N) return;  // the whole warp
     const float* z = logits + (size_t)n * V;
@@ -201,45 +229,50 @@ __global__ void crossentropy_forward_kernel2(float* __restrict__ losses, float* 
     __syncwarp();  // lane 0 reads p at the target, which another lane may have written
     if (lane != 0) return;
     const float w = row_weight ? row_weight[n] : 1.0f;
-    float nll = -logf(p[(int)targets[n]]);
+    float nll = mix ? mixed_nll(z, zmax, logf(sum), (int)targets[n], mix + 2 * n) : -logf(p[(int)targets[n]]);
     if (smoothing != 0.0f) nll = (1.0f - smoothing) * nll + smoothing * (logf(sum) - mean_shifted);
     losses[n] = w == 0.0f ? 0.0f : nll * w;
 }
 
 __global__ void crossentropy_backward_kernel1(float* __restrict__ dlogits, const float* __restrict__ probs,
                                               const float* __restrict__ targets, const float* __restrict__ row_weight,
-                                              const float* __restrict__ count, int N, int V, float smoothing = 0.0f) {
-    // count: one float on the device (it changes with the batch's loss mask, so a graph reads it)
+                                              const float* __restrict__ count, int N, int V, float smoothing,
+                                              const float* __restrict__ mix) {
+    // count: one float on the device (it changes with the batch's loss mask, so a graph reads it); mix (N,2) or nullptr
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // over N*V
     if (idx >= (size_t)N * V) return;
     int n = (int)(idx / V), v = (int)(idx % V);
     float scale = (row_weight ? row_weight[n] : 1.0f) / *count;
     float q_off = smoothing / (float)V, q_target = (1.0f - smoothing) + q_off;
-    dlogits[idx] += (probs[idx] - (v == (int)targets[n] ? q_target : q_off)) * scale;
+    const float q = mix ? mixed_target<float>(v, (int)targets[n], mix + 2 * n, smoothing, V)
+                        : v == (int)targets[n] ? q_target : q_off;
+    dlogits[idx] += (probs[idx] - q) * scale;
 }
 
 inline void crossentropy_forward(Device dev, const Kernels& kernels, float* losses, float* probs, const float* logits,
                                  const float* targets, const float* row_weight, int N, int V,
-                                 float smoothing = 0.0f) {
+                                 float smoothing = 0.0f, const float* mix = nullptr) {
     if (dev == DEVICE_CPU)
-        return crossentropy_forward_cpu(losses, probs, logits, targets, row_weight, N, V, smoothing);
+        return crossentropy_forward_cpu(losses, probs, logits, targets, row_weight, N, V, smoothing, mix);
     // --profile's cost: the logits read, the probabilities written; a row's thread walks V three
     // times (kernel 1), a lane a 32nd of that (kernel 2)
     const double walk = 3.0 * (kernels.fast_layers ? ceil_div(V, WARP) : V);
     const LaunchCost cost{4.0 * (2.0 * N * V + 3.0 * N), 5.0 * N * V, walk};
     if (kernels.fast_layers)
         launch_kernel<crossentropy_forward_kernel2>(cost, ceil_div(N, 4), 4 * WARP, 0, losses, probs, logits, targets,
-                                                    row_weight, N, V, smoothing);
+                                                    row_weight, N, V, smoothing, mix);
     else
         launch_kernel<crossentropy_forward_kernel1>(cost, ceil_div(N, BLOCK), BLOCK, 0, losses, probs, logits,
-                                                    targets, row_weight, N, V, smoothing);
+                                                    targets, row_weight, N, V, smoothing, mix);
 }
 
 // count: the loss's denominator (the counted rows), one float on dev
 inline void crossentropy_backward(Device dev, float* dlogits, const float* probs, const float* targets,
-                                  const float* row_weight, const float* count, int N, int V, float smoothing = 0.0f) {
+                                  const float* row_weight, const float* count, int N, int V, float smoothing = 0.0f,
+                                  const float* mix = nullptr) {
     if (dev == DEVICE_CPU)
-        return crossentropy_backward_cpu(dlogits, probs, targets, row_weight, *count, N, V, smoothing);
+        return crossentropy_backward_cpu(dlogits, probs, targets, row_weight, *count, N, V, smoothing, mix);
     launch_kernel<crossentropy_backward_kernel1>(pointwise_cost((size_t)N * V, 2, 1, 4), ceil_div((size_t)N * V, BLOCK),
-                                                 BLOCK, 0, dlogits, probs, targets, row_weight, count, N, V, smoothing);
+                                                 BLOCK, 0, dlogits, probs, targets, row_weight, count, N, V, smoothing,
+                                                 mix);
 }

@@ -1,7 +1,8 @@
 // run/checkpoint.h: checkpoints and --dump-state, on top of safetensors.h. Host only: it
 // works on host copies of the model's flat buffers, laid out by param_layout (layers/config.h).
 //   checkpoint_save: every parameter under its PyTorch-style name, the AdamW moments as
-//                    "opt.m.<name>" / "opt.v.<name>", and the config in __metadata__;
+//                    "opt.m.<name>" / "opt.v.<name>", with --ema the weights' moving average as
+//                    "ema.<name>", and the config in __metadata__;
 //   checkpoint_load: the reverse, refusing (InputError) a file whose config or shapes differ;
 //   dump_state:      parameters, one batch, its loss and every gradient ("grad.<name>"),
 //                    so an outside reference (tests/torch_reference.py) can check the backward;
@@ -19,10 +20,11 @@
 
 using Metadata = std::map<std::string, std::string>;
 
-// What a checkpoint holds of a run besides its metadata: host copies of the parameters and of
-// both AdamW moments (num_params floats each), and the optimizer's step count.
+// What a checkpoint holds of a run besides its metadata: host copies of the parameters, of
+// both AdamW moments and of the weights' moving average (num_params floats each; ema empty: the
+// run has none), and the optimizer's step count.
 struct TrainingState {
-    std::vector<float> params, m, v;
+    std::vector<float> params, m, v, ema;
     int adam_t = 0;
 };
 
@@ -107,10 +109,12 @@ inline void checkpoint_save(const std::string& path, const Config& c, const Trai
     add_tensors(file, c, state.params, "");
     add_tensors(file, c, state.m, "opt.m.");
     add_tensors(file, c, state.v, "opt.v.");
+    if (!state.ema.empty()) add_tensors(file, c, state.ema, "ema.");
     safetensors_write(path, file);
 }
 
-// Reads a checkpoint written for config c; its metadata goes to *metadata.
+// Reads a checkpoint written for config c; its metadata goes to *metadata. The moving average
+// is read where the file has one (its readout bias there), and must then be whole.
 inline TrainingState checkpoint_load(const std::string& path, const Config& c, Metadata* metadata) {
     StFile file = safetensors_read(path);
     for (const auto& [key, want] : config_metadata(c)) {
@@ -124,9 +128,10 @@ inline TrainingState checkpoint_load(const std::string& path, const Config& c, M
                  key.c_str(), want.c_str());
     }
     TrainingState state;
-    std::vector<float>* buffers[3] = {&state.params, &state.m, &state.v};
-    const char* prefixes[3] = {"", "opt.m.", "opt.v."};
-    for (int k = 0; k < 3; k++) {
+    std::vector<float>* buffers[4] = {&state.params, &state.m, &state.v, &state.ema};
+    const char* prefixes[4] = {"", "opt.m.", "opt.v.", "ema."};
+    const int kinds = file.find("ema." + tensor_name(param_layout(c).back(), 0)) ? 4 : 3;  // "ema.head.bias"
+    for (int k = 0; k < kinds; k++) {
         buffers[k]->assign(param_count(c), 0.0f);
         for (const TensorInfo& info : param_layout(c)) {
             if (info.numel == 0) continue;

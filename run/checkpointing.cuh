@@ -29,6 +29,7 @@
 #include "run/checkpoint.h"     // checkpoint_save, checkpoint_load, Metadata, TrainingState
 #include "run/evaluate.cuh"     // TrainAccuracy
 #include "run/options.h"        // Options
+#include "run/run_lock.h"       // lock_run_folder
 #include "run/setup.cuh"        // run_metadata, run_folder
 #include "run/step.cuh"         // weight_decay_on
 
@@ -40,11 +41,13 @@ struct RunPaths {
     std::string folder, checkpoint;
 };
 
-// The run folder (created) and the checkpoint path, each checked writable now, before the data
-// loads and anything trains: a bad --out or --save is one line at once, not after the run.
+// The run folder (created, and locked for this process before anything is written into it:
+// run/run_lock.h) and the checkpoint path, each checked writable now, before the data loads and
+// anything trains: a bad --out or --save is one line at once, not after the run.
 inline RunPaths run_paths(const Options& opt) {
     RunPaths paths;
     paths.folder = run_folder(opt);
+    lock_run_folder(paths.folder);
     paths.checkpoint = opt.save.empty() ? paths.folder + "/model.safetensors" : opt.save;
     check_writable(paths.folder + "/log.jsonl");
     check_writable(paths.checkpoint);
@@ -62,7 +65,17 @@ inline std::string checkpoint_to_resume(const Options& opt, const RunPaths& path
 // Run keys added after the first checkpoints were written, and what a file without them means
 static const Metadata RUN_METADATA_ADDED_LATER = {{"schedule", "constant"}, {"warmup", "-1"}, {"min_lr", "0"},
                                                   {"clip_grad", "0"},       {"label_smoothing", "0"},
-                                                  {"freeze_mask", "0"},     {"pe_scale", "1"}};
+                                                  {"freeze_mask", "0"},     {"pe_scale", "1"},
+                                                  {"drop_path", "0"},       {"ema", "0"},
+                                                  {"mixup", "0"},           {"cutmix", "0"},
+                                                  {"mix_switch", "0.5"},    {"mix_prob", "1"},
+                                                  {"randaugment", "0"},     {"randaugment_ops", "2"},
+                                                  {"random_erase", "0"}};
+
+// Run keys that run_metadata writes only when their flag is on (run/setup.cuh): a run without
+// them asks for their value when absent, off, and so refuses a checkpoint of a run with them
+static const char* RUN_METADATA_WHEN_ON[] = {"drop_path", "ema", "mixup", "cutmix", "mix_switch", "mix_prob",
+                                             "randaugment", "randaugment_ops", "random_erase"};
 
 // A run continued from a checkpoint: its step and its metadata (step 0 and empty when it starts afresh)
 struct Resumed {
@@ -78,7 +91,9 @@ inline Resumed resume(Model& model, const Options& opt, const std::string& path,
     if (path.empty()) return resumed;
     Metadata& meta = resumed.meta;
     TrainingState state = checkpoint_load(path, model.cfg, &meta);  // checks the config itself
-    for (const auto& [key, want] : run_metadata(opt)) {
+    Metadata wanted = run_metadata(opt);
+    for (const char* key : RUN_METADATA_WHEN_ON) wanted.insert({key, RUN_METADATA_ADDED_LATER.at(key)});  // off
+    for (const auto& [key, want] : wanted) {
         auto later = RUN_METADATA_ADDED_LATER.find(key);
         if (!meta.count(key) && later != RUN_METADATA_ADDED_LATER.end()) meta[key] = later->second;
         if (meta[key] != want)
@@ -91,6 +106,9 @@ inline Resumed resume(Model& model, const Options& opt, const std::string& path,
     model_upload(model, model.params_mem, state.params);
     model_upload(model, model.m_mem, state.m);
     model_upload(model, model.v_mem, state.v);
+    if (model.ema.decay > 0 && state.ema.empty())
+        fail("%s has no moving average of the weights (no ema.* tensors) for --ema", path.c_str());
+    if (model.ema.decay > 0) model_upload(model, model.ema.weights, state.ema);
     model.adam_t = state.adam_t;
     const std::string decay = meta.count("weight_decay_on") ? meta["weight_decay_on"] : "all";  // absent: older
     if (decay != "all" && decay != "matrices")
@@ -103,8 +121,10 @@ inline Resumed resume(Model& model, const Options& opt, const std::string& path,
 
 // The model's state as a checkpoint holds it
 inline TrainingState training_state(const Model& model) {
+    const std::vector<float> ema = model.ema.decay > 0 ? model_download(model, model.ema.weights)
+                                                       : std::vector<float>();
     return {model_download(model, model.params_mem), model_download(model, model.m_mem),
-            model_download(model, model.v_mem), model.adam_t};
+            model_download(model, model.v_mem), ema, model.adam_t};
 }
 
 inline bool all_finite(const std::vector<float>& values) {
@@ -128,17 +148,22 @@ struct Checkpointer {
     }
 
     // Writes the checkpoint of step `step`: the model, the optimizer, meta (the run's metadata),
-    // the step and the training-accuracy counts. Refuses non-finite parameters or moments.
+    // the step and the training-accuracy counts. Refuses non-finite parameters or moments. A
+    // write that fails (a full disk) leaves the last checkpoint as it was and names it.
     void save(const Model& model, Metadata meta, int64_t step, const TrainAccuracy& train_accuracy) {
         const TrainingState state = training_state(model);
-        if (!all_finite(state.params) || !all_finite(state.m) || !all_finite(state.v))
+        if (!all_finite(state.params) || !all_finite(state.m) || !all_finite(state.v) || !all_finite(state.ema))
             fail("the parameters are not finite after step %lld: no checkpoint written; %s", (long long)step,
                  last_good().c_str());
         meta["step"] = std::to_string(step);
         meta["weight_decay_on"] = weight_decay_on(model);
         meta["train_correct"] = std::to_string(train_accuracy.correct);
         meta["train_seen"] = std::to_string(train_accuracy.seen);
-        checkpoint_save(path, model.cfg, state, meta);
+        try {
+            checkpoint_save(path, model.cfg, state, meta);
+        } catch (const InputError& e) {
+            fail("%s; %s", e.what(), last_good().c_str());
+        }
         saved_step = step;
         saved_time = now_seconds();
     }

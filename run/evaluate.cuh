@@ -1,7 +1,8 @@
 // run/evaluate.cuh: one evaluation of the model on the task's evaluation set: the task's own
 // metrics, the loss, and what measures the prior: the prior mass of every layer (the mean
 // attention weight on G's keys), the mean attention maps, and the persistence metrics
-// (prior/persistence.cuh). Also the pictures drawn from an evaluation.
+// (prior/persistence.cuh); with --ema also the moving average's loss and metrics (evaluate_run).
+// Also the pictures drawn from an evaluation.
 #pragma once
 #include <algorithm>
 #include <string>
@@ -86,6 +87,23 @@ inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, c
     ev.loss /= n;
     ev.metrics = scorer->metrics();
     ev.persistence = persistence_metrics(model, ref);
+    return ev;
+}
+
+// A run's evaluation: evaluate, and with --ema the same evaluation of the weights' moving average,
+// whose loss and metrics join the first's as "ema_loss" and "ema_<metric>" (ema_acc): the trained
+// parameters are set aside on the host, the average copied into their place, evaluated, and the
+// parameters put back, bit for bit.
+inline Evaluation evaluate_run(Model& model, const Task& task, const Structure& G, const PersistenceReference& ref,
+                               const std::vector<float>& positions) {
+    Evaluation ev = evaluate(model, task, G, ref, positions);
+    if (model.ema.decay == 0) return ev;
+    const std::vector<float> trained = model_download(model, model.params_mem);
+    buffer_copy(model.params_mem, model.dev, model.ema.weights, model.dev, model.num_params);
+    const Evaluation averaged = evaluate(model, task, G, ref, positions);
+    model_upload(model, model.params_mem, trained);
+    ev.metrics.push_back({"ema_loss", averaged.loss});
+    for (const auto& [key, value] : averaged.metrics) ev.metrics.push_back({"ema_" + key, value});
     return ev;
 }
 

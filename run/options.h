@@ -4,6 +4,7 @@
 // as the next word or after '=' (--steps 100, --steps=100). The tasks' and inits' names come from
 // their tables (tasks/registry.h, prior/inits.cuh).
 #pragma once
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -46,8 +47,13 @@ struct Options {
     bool continue_run = false;      // --continue: resume from the run's own checkpoint when it has one
     // images
     std::string data_dir;
-    int patch = 4, mask_window = -1, crop_pad = 4, resize = 0;  // mask_window -1: the task's default
-    bool flip = true, coarse_labels = false;
+    int patch = 4, mask_window = -1, resize = 0;  // mask_window -1: the task's default
+    int crop_pad = -1, flip = -1;                 // -1: the task's recipe (tasks/registry.h, IMAGE_RECIPES)
+    bool coarse_labels = false;
+    float mixup = 0, cutmix = 0;  // Beta(α, α)'s α of mixup and of cutmix (tasks/mix.h); 0: off
+    float mix_switch = 0.5f, mix_prob = 1;  // the chance of cutmix when both are on; of mixing a batch at all
+    int randaugment = 0, randaugment_ops = 2;  // RandAugment's magnitude (0: off) and ops (tasks/randaugment.h)
+    float random_erase = 0;                    // the probability of random erasing (tasks/augment.h); 0: off
     std::string pool = "cls";
     // language
     int seq_len = 128, eval_windows = 1024;
@@ -64,6 +70,8 @@ struct Options {
     float min_lr = 0.0f;         // the cosine's end, a fraction of --lr
     float clip_grad = -1;        // global gradient-norm clip; 0: none
     float label_smoothing = -1;  // cross-entropy's
+    float drop_path = 0;         // stochastic depth's rate at the last layer (layers/drop_path.cuh); 0: off
+    float ema = 0;               // the decay of the weights' moving average (layers/ema.cuh); 0: off
     bool wd_given = false, task_given = false;
     std::string list;  // --list WHAT: print a table's names, then exit (main.cu)
 };
@@ -99,18 +107,34 @@ arithmetic data
   --loss-on W         answer | all: the positions the next-token loss counts
                       (answer)
 images (a Vision Transformer: CLS + patches)
-  --data-dir DIR      the data: fashion-mnist: the four IDX files (MNIST's
-                      names, .gz or raw; /usr/share/datasets/fashion-mnist);
+  --data-dir DIR      the data: mnist, fashion-mnist: the four IDX files (MNIST's
+                      names, .gz or raw; fashion-mnist: by default Debian's
+                      /usr/share/datasets/fashion-mnist);
                       cifar10 | cifar100: the official binary version's
                       folder; images: DIR/train/<class>/*, DIR/test/<class>/*
   --patch P           patch side; must divide the image's sides         (4)
   --pool W            cls | mean: the readout reads CLS or the patches' mean (cls)
   --mask-window K     G: a patch sees the K x K patches around it (odd)   (3)
-  --crop-pad N        random crop with N pixels of padding; 0: none      (4)
-  --no-flip           no random horizontal flip
+  --crop-pad N        random crop with N pixels of padding; 0: none
+                                    (mnist, fashion-mnist: 2; else 4)
+  --flip, --no-flip   the random horizontal flip on or off  (mnist: off; else on)
+  --randaugment M     RandAugment before the normalisation, timm's
+                      rand-mM-mstd0.5-inc1 (tasks/randaugment.h): magnitude
+                      M of 0..10 (the recipe's: 9); 0: off              (0)
+  --randaugment-ops N the ops RandAugment draws for each image          (2)
+  --random-erase P    erase one random rectangle of the normalised image
+                      with noise, with probability P (timm's mode 'pixel';
+                      the recipe's: 0.25); 0: off                       (0)
   --resize N          images: resize every image to N x N (else all must
                       have the first image's size)
   --coarse-labels     cifar100: the 20 coarse classes, not the 100 fine
+  --mixup A           mix each training batch with itself flipped: row b's
+                      image and target become λ (row b) + (1-λ) (row B-1-b),
+                      λ ~ Beta(A, A) per batch (timm's recipe: 0.8); 0: off (0)
+  --cutmix A          instead paste a box of about (1-λ) of the image from row
+                      B-1-b into row b (timm's recipe: 1.0); 0: off      (0)
+  --mix-switch P      with both on: the chance that a batch takes cutmix (0.5)
+  --mix-prob P        the chance that a batch is mixed at all            (1)
 language (a causal LM: every position predicts the next token)
   --data-dir DIR      lm: the folder data/prepare_text.py wrote (train.bin,
                       val.bin, tokenizer.bin)
@@ -156,6 +180,11 @@ training
   --clip-grad X       clip the global gradient norm to X; 0: no clipping
                                                     (images, lm: 1; else 0)
   --label-smoothing E cross-entropy with smoothed targets (images: 0.1; else 0)
+  --drop-path R       stochastic depth: in training, each block's two residual
+                      branches dropped per example at rate R·l/(L-1) in block l,
+                      kept ones scaled by 1/(1-rate), as timm's ViT; any task (0)
+  --ema D             also evaluate the weights' moving average, D·ema + (1-D)·
+                      params after every step (timm: 0.9999): ema_* metrics (0)
   --seed S            fixes init, data order and so the whole run      (1)
   --device D          auto | cpu | cuda (auto: the GPU if there is one) (auto)
   --tf32              allow TF32 matmuls on the GPU (off: plain fp32)
@@ -182,7 +211,8 @@ reports and files
   --continue          continue the run folder's own checkpoint if it has one
                       (bit-exactly), else start afresh: a killed run, started
                       again with the same flags and --continue, loses at most
-                      one checkpoint interval
+                      one checkpoint interval; one stopped by SIGTERM, SIGINT
+                      or SIGUSR1 (checkpoint written, exit 3) loses nothing
   --dump-state FILE   write parameters, the first batch, its loss and every gradient, then exit
   --profile N         after one warm-up step, N GPU training steps with every launch, cuBLAS
                       call, copy and synchronisation recorded: one table by kernel (times on a
@@ -267,7 +297,9 @@ inline std::string parse_choice(const std::string& flag, const char* text, std::
 // flags, and --data-dir and --mask-window, which both take. --init impulse needs images.
 inline void check_task_flags(const Options& o, const std::vector<std::string>& flags) {
     const bool images = is_image_task(o.task), language = is_language_task(o.task);
-    static const char* image_flags[] = {"--patch", "--pool", "--crop-pad", "--resize", "--no-flip", "--coarse-labels"};
+    static const char* image_flags[] = {"--patch", "--pool", "--crop-pad", "--resize", "--no-flip", "--flip",
+                                        "--coarse-labels", "--mixup", "--cutmix", "--mix-switch", "--mix-prob",
+                                        "--randaugment", "--randaugment-ops", "--random-erase"};
     static const char* language_flags[] = {"--seq-len", "--eval-windows", "--mask-prior"};
     static const char* data_flags[] = {"--data-dir", "--mask-window"};
     for (const std::string& flag : flags) {
@@ -280,8 +312,17 @@ inline void check_task_flags(const Options& o, const std::vector<std::string>& f
     if ((find_init(o.init)->uses & INIT_IMAGES_ONLY) && !images)
         fail("--init %s is for the image tasks, not %s", o.init.c_str(), o.task.c_str());
     if (o.coarse_labels && o.task != "cifar100") fail("--coarse-labels is for cifar100, not %s", o.task.c_str());
+    const bool mixing = o.mixup > 0 || o.cutmix > 0;
+    auto given = [&](const char* flag) { return std::find(flags.begin(), flags.end(), flag) != flags.end(); };
+    if (given("--mix-switch") && !(o.mixup > 0 && o.cutmix > 0))
+        fail("--mix-switch picks between mixup and cutmix: it needs --mixup A and --cutmix A, both above 0");
+    if (given("--mix-prob") && !mixing) fail("--mix-prob needs --mixup or --cutmix above 0");
+    if (given("--randaugment-ops") && o.randaugment == 0) fail("--randaugment-ops needs --randaugment M above 0");
+    if (mixing && !o.dump_state.empty()) fail("--dump-state writes one unmixed batch: no --mixup or --cutmix");
     if (o.resize > 0 && o.task != "images") fail("--resize is for --task images, not %s", o.task.c_str());
     if (o.task == "images" && o.data_dir.empty()) fail("--task images needs --data-dir DIR (DIR/train/<class>/...)");
+    if (o.task == "mnist" && o.data_dir.empty())
+        fail("--task mnist needs --data-dir, the folder of its four IDX files (data/get_mnist.sh fetches them)");
     if ((o.task == "cifar10" || o.task == "cifar100") && o.data_dir.empty())
         fail("--task %s needs --data-dir (the official binary version; data/get_cifar.sh fetches it)", o.task.c_str());
     if (language && o.data_dir.empty() && o.generate.empty())
@@ -296,7 +337,8 @@ inline void check_task_flags(const Options& o, const std::vector<std::string>& f
 // clipping, label smoothing and weight decay 0.05; a language model (as nanoGPT does) with
 // warmup and cosine decay, clipping and weight decay 0.1; the Boolean and arithmetic tasks with
 // a constant rate and none of them, as GOTU's and Lee et al.'s code do. The position scale is the
-// init's (impulse 18, as its authors run it; else 1). A flag given always wins.
+// init's (impulse 18, as its authors run it; else 1). An image task's crop and flip are its data's
+// (IMAGE_RECIPES). A flag given always wins.
 inline void resolve_recipe(Options& o) {
     const bool images = is_image_task(o.task), language = is_language_task(o.task);
     if (o.schedule.empty()) o.schedule = images || language ? "cosine" : "constant";
@@ -307,11 +349,14 @@ inline void resolve_recipe(Options& o) {
     if (o.mask_window < 0) o.mask_window = language ? 16 : 3;
     if (o.mask_prior == "alibi") o.mask_per_head = true;  // one slope per head
     if (o.pe_scale == 0) o.pe_scale = find_init(o.init)->pe_scale;  // impulse's authors scale by 18
+    if (images && o.crop_pad < 0) o.crop_pad = image_recipe(o.task).crop_pad;
+    if (images && o.flip < 0) o.flip = image_recipe(o.task).flip;
 }
 
 // The flags that take no value, and those that take one
 static const char* SWITCHES[] = {"--mask-per-head", "--causal", "--tf32", "--fast-kernels", "--cuda-graph", "--no-flip",
-                                 "--coarse-labels", "--freeze-mask", "--continue", "--help", "-h", "--version"};
+                                 "--flip", "--coarse-labels", "--freeze-mask", "--continue", "--help", "-h",
+                                 "--version"};
 static const char* VALUED[] = {
     "--task", "--init", "--device", "--optimizer", "--seed", "--steps", "--epochs", "--batch", "--lr", "--wd",
     "--mask-wd", "--width", "--layers", "--heads", "--head-size", "--mlp", "--mask-c", "--eval-every", "--log-every",
@@ -320,7 +365,8 @@ static const char* VALUED[] = {
     "--data-dir", "--patch", "--pool", "--mask-window", "--crop-pad", "--resize", "--schedule", "--warmup", "--min-lr",
     "--clip-grad", "--label-smoothing", "--seq-len", "--eval-windows", "--mask-prior", "--generate", "--prompt",
     "--sample-tokens", "--temperature", "--top-k", "--checkpoint-every", "--attention-kernel", "--matmul-kernel",
-    "--list", "--profile"};
+    "--list", "--profile", "--drop-path", "--ema", "--mixup", "--cutmix", "--mix-switch",
+    "--mix-prob", "--randaugment", "--randaugment-ops", "--random-erase"};
 
 // The command line as words, with each --flag=value as the two words --flag value; a valued
 // flag's next word is its value, whatever it holds (--prompt "--x=1" stays one word).
@@ -368,7 +414,8 @@ inline Options parse_options(int argc, char** argv) {
         if (flag == "--tf32") { o.tf32 = true; continue; }
         if (flag == "--fast-kernels") { o.fast_kernels = true; continue; }
         if (flag == "--cuda-graph") { o.cuda_graph = true; continue; }
-        if (flag == "--no-flip") { o.flip = false; continue; }
+        if (flag == "--no-flip") { o.flip = 0; continue; }
+        if (flag == "--flip") { o.flip = 1; continue; }
         if (flag == "--coarse-labels") { o.coarse_labels = true; continue; }
         if (flag == "--freeze-mask") { o.freeze_mask = true; continue; }
         if (flag == "--continue") { o.continue_run = true; continue; }
@@ -431,6 +478,22 @@ inline Options parse_options(int argc, char** argv) {
         else if (flag == "--pool") o.pool = parse_choice(flag, value, {"cls", "mean"});
         else if (flag == "--mask-window") o.mask_window = (int)parse_int(flag, value, 1);
         else if (flag == "--crop-pad") o.crop_pad = (int)parse_int(flag, value, 0);
+        else if (flag == "--mixup") o.mixup = (float)parse_real(flag, value, 0, true);
+        else if (flag == "--cutmix") o.cutmix = (float)parse_real(flag, value, 0, true);
+        else if (flag == "--randaugment") {
+            o.randaugment = (int)parse_int(flag, value, 0);
+            if (o.randaugment > 10) fail("--randaugment is a magnitude on timm's scale 0..10, got %s", value);
+        }
+        else if (flag == "--randaugment-ops") o.randaugment_ops = (int)parse_int(flag, value, 1);
+        else if (flag == "--random-erase") {
+            o.random_erase = (float)parse_real(flag, value, 0, true);
+            if (o.random_erase > 1) fail("--random-erase is a probability, at most 1, got %s", value);
+        }
+        else if (flag == "--mix-switch" || flag == "--mix-prob") {
+            const float chance = (float)parse_real(flag, value, 0, true);
+            if (chance > 1) fail("%s is a chance, at most 1, got %s", flag.c_str(), value);
+            (flag == "--mix-switch" ? o.mix_switch : o.mix_prob) = chance;
+        }
         else if (flag == "--resize") o.resize = (int)parse_int(flag, value, 1);
         else if (flag == "--schedule") o.schedule = parse_choice(flag, value, {"constant", "cosine"});
         else if (flag == "--warmup") o.warmup = parse_int(flag, value, 0);
@@ -450,6 +513,11 @@ inline Options parse_options(int argc, char** argv) {
         else if (flag == "--label-smoothing") {
             o.label_smoothing = (float)parse_real(flag, value, 0, true);
             if (o.label_smoothing >= 1) fail("--label-smoothing must be below 1, got %s", value);
+        }
+        else if (flag == "--drop-path" || flag == "--ema") {
+            const float rate = (float)parse_real(flag, value, 0, true);
+            if (rate >= 1) fail("%s must be below 1, got %s", flag.c_str(), value);
+            (flag == "--ema" ? o.ema : o.drop_path) = rate;
         }
     }
     if (steps_given && o.epochs > 0) fail("give --steps or --epochs, not both");

@@ -13,7 +13,8 @@
 #include <cmath>
 #include <string>
 #include <vector>
-#include "layers/errors.h"  // fail()
+#include "layers/errors.h"    // fail()
+#include "run/atomic_file.h"  // write_file
 
 // viridis at nine evenly spaced points (matplotlib's colour map), interpolated linearly
 inline void viridis(double t, unsigned char* rgb) {
@@ -24,6 +25,18 @@ inline void viridis(double t, unsigned char* rgb) {
     int k = std::min(7, (int)t);
     double f = t - k;
     for (int c = 0; c < 3; c++) rgb[c] = (unsigned char)std::lround(stops[k][c] * (1 - f) + stops[k + 1][c] * f);
+}
+
+// Writes an RGB picture, rgb (height, width, 3), as a PNG file through path.tmp (run/atomic_file.h).
+// It is encoded in memory first: stbi_write_png does not check its own writes.
+inline void write_png(const std::string& path, int width, int height, const std::vector<unsigned char>& rgb) {
+    std::string png;
+    auto append = [](void* context, void* data, int size) {
+        static_cast<std::string*>(context)->append(static_cast<const char*>(data), size);
+    };
+    if (!stbi_write_png_to_func(append, &png, width, height, 3, rgb.data(), width * 3))
+        fail("cannot encode %s as PNG", path.c_str());
+    write_file(path, png, false);  // without the fault points: see run/atomic_file.h
 }
 
 struct Heatmap {
@@ -63,9 +76,7 @@ inline void write_heatmap(const std::string& path, const Heatmap& h) {
                         }
                 }
         }
-    std::string tmp = path + ".tmp";
-    if (!stbi_write_png(tmp.c_str(), width, height, 3, image.data(), width * 3) || rename(tmp.c_str(), path.c_str()))
-        fail("cannot write %s", path.c_str());
+    write_png(path, width, height, image);
 }
 
 // One image beside attention maps over its patch grid, as PNG: a row per layer, each row the
@@ -108,7 +119,5 @@ inline void write_image_attention(const std::string& path, const ImageAttention&
                     std::copy(rgb, rgb + 3, picture.begin() + px);
                 }
         }
-    std::string tmp = path + ".tmp";
-    if (!stbi_write_png(tmp.c_str(), width, height, 3, picture.data(), width * 3) || rename(tmp.c_str(), path.c_str()))
-        fail("cannot write %s", path.c_str());
+    write_png(path, width, height, picture);
 }

@@ -4,14 +4,16 @@
 //   - at the end, metrics.json (the final evaluation and how the run was made) and the final
 //     table. Scripts and tables read the JSON files, never stdout.
 #pragma once
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
 #include <nlohmann/json.hpp>
 #include "layers/common.cuh"   // now_seconds, device_sync, device_name, cpu_vector_bits, cpu_threads
-#include "run/atomic_file.h"   // write_text_file
+#include "run/atomic_file.h"   // write_file
 #include "run/evaluate.cuh"    // Evaluation
 
 #ifndef MASKPRIOR_GIT_COMMIT
@@ -82,11 +84,13 @@ inline void print_evaluation(int64_t step, const Evaluation& ev) {
 // log.jsonl in the run folder: started afresh, or, when the run resumes at start_step, kept up to
 // that step and appended to. Rows past start_step are dropped: a run killed after an evaluation
 // but before its next checkpoint does that evaluation again, and its row must not appear twice.
+// A row that cannot be written (a full disk) stops the run with one line (InputError); the
+// checkpoint is untouched, and --continue drops a row cut short, as after a kill.
 struct RunLog {
-    std::ofstream file;
+    std::string path;
+    FILE* file = nullptr;  // open for appending
 
-    RunLog(const std::string& dir, bool resumed, int64_t start_step) {
-        const std::string path = dir + "/log.jsonl";
+    RunLog(const std::string& dir, bool resumed, int64_t start_step) : path(dir + "/log.jsonl") {
         if (resumed) {
             std::ifstream old(path);
             std::string line, kept;
@@ -97,11 +101,14 @@ struct RunLog {
                     fail("%s: a line is not a log row: %.60s", path.c_str(), line.c_str());
                 if (row["step"].get<int64_t>() <= start_step) kept += line + "\n";
             }
-            write_text_file(path, kept);
+            write_file(path, kept);
         }
-        file.open(path, resumed ? std::ios::app : std::ios::trunc);
-        if (!file) fail("cannot write %s", path.c_str());
+        file = fopen(path.c_str(), resumed ? "ab" : "wb");
+        if (!file) fail("cannot write %s: %s", path.c_str(), strerror(errno));
     }
+    ~RunLog() { fclose(file); }
+    RunLog(const RunLog&) = delete;
+    RunLog& operator=(const RunLog&) = delete;
 
     // One evaluation: its line on stdout, its row in log.jsonl. train_loss: the loss of the
     // last training batch, NaN when there is none yet (step 0; written as null).
@@ -110,7 +117,9 @@ struct RunLog {
         nlohmann::ordered_json row = {{"step", step}, {"loss", nullptr}};
         if (!std::isnan(train_loss)) row["loss"] = (float)train_loss;
         row.update(evaluation_json(ev));
-        file << row.dump() << "\n" << std::flush;
+        const std::string line = row.dump() + "\n";
+        if (fwrite(line.data(), 1, line.size(), file) != line.size() || fflush(file) != 0)
+            fail("cannot write %s: %s", path.c_str(), strerror(errno));
     }
 };
 
@@ -178,7 +187,7 @@ inline nlohmann::ordered_json metrics_json(nlohmann::ordered_json about, const E
 
 // metrics.json, written to a temporary file and renamed, so that a reader never sees half of it
 inline void write_metrics(const std::string& dir, const nlohmann::ordered_json& metrics) {
-    write_text_file(dir + "/metrics.json", metrics.dump(2) + "\n");
+    write_file(dir + "/metrics.json", metrics.dump(2) + "\n");
 }
 
 inline void print_final_table(const Config& c, const Evaluation& ev, double seconds) {

@@ -25,6 +25,7 @@
 #include "tasks/boolean.h"        // BooleanTask
 #include "tasks/image_folder.h"   // load_image_folder
 #include "tasks/language.h"       // LanguageTask
+#include "tasks/mix.h"            // MixSettings
 #include "tasks/vision.h"         // VisionTask, load_idx_folder, load_cifar_binary
 
 // Where Debian's dataset-fashion-mnist package puts the four IDX files
@@ -44,6 +45,7 @@ inline std::unique_ptr<Task> make_task(const Options& opt) {
     case TASKS_IMAGES: {  // a bad or missing data file throws, naming it
         ImageData data = opt.task == "fashion-mnist"
                              ? load_idx_folder(opt.data_dir.empty() ? FASHION_MNIST_DIR : opt.data_dir, true)
+                         : opt.task == "mnist"    ? load_idx_folder(opt.data_dir, false)
                          : opt.task == "cifar10"  ? load_cifar_binary(opt.data_dir, 10)
                          : opt.task == "cifar100" ? load_cifar_binary(opt.data_dir, 100, opt.coarse_labels)
                                                   : load_image_folder(opt.data_dir, opt.resize);
@@ -51,7 +53,10 @@ inline std::unique_ptr<Task> make_task(const Options& opt) {
         settings.patch = opt.patch;
         settings.window = opt.mask_window;
         settings.pad = opt.crop_pad;
-        settings.flip = opt.flip;
+        settings.flip = opt.flip == 1;
+        settings.randaugment = opt.randaugment;
+        settings.randaugment_ops = opt.randaugment_ops;
+        settings.erase = opt.random_erase;
         return std::make_unique<VisionTask>(opt.task, std::move(data), settings);
     }
     case TASKS_ARITHMETIC:
@@ -194,6 +199,17 @@ inline void set_optimizer(Model& model, const Options& opt) {
     model.mask_weight_decay = opt.mask_wd;
     model.label_smoothing = opt.label_smoothing;
     model.freeze_mask = opt.freeze_mask;
+    drop_path_build(model.drop_path, model.dev, model.cfg, model.B, opt.drop_path, opt.seed);  // the recipe's too
+}
+
+// The mixing of an image run's training batches (--mixup, --cutmix, --mix-switch, --mix-prob; tasks/mix.h)
+inline MixSettings mix_settings(const Options& opt) {
+    MixSettings s;
+    s.mixup_alpha = opt.mixup;
+    s.cutmix_alpha = opt.cutmix;
+    s.switch_prob = opt.mix_switch;
+    s.prob = opt.mix_prob;
+    return s;
 }
 
 // the prior's structure G: the task's, or one from a file
@@ -271,7 +287,7 @@ inline Metadata run_metadata(const Options& opt) {
         m["data_dir"] = opt.data_dir;
         m["mask_window"] = std::to_string(opt.mask_window);
         m["crop_pad"] = std::to_string(opt.crop_pad);
-        m["flip"] = opt.flip ? "1" : "0";
+        m["flip"] = opt.flip == 1 ? "1" : "0";
     }
     if (is_language_task(opt.task)) {
         m["data_dir"] = opt.data_dir;
@@ -279,6 +295,21 @@ inline Metadata run_metadata(const Options& opt) {
         m["mask_prior"] = opt.mask_prior;
     }
     m["freeze_mask"] = opt.freeze_mask ? "1" : "0";
+    // written only when on, so that a run without them writes what it wrote before they existed
+    // (run/checkpointing.cuh, RUN_METADATA_WHEN_ON)
+    if (opt.drop_path > 0) m["drop_path"] = fmt("%g", opt.drop_path);
+    if (opt.ema > 0) m["ema"] = fmt("%g", opt.ema);
+    if (opt.randaugment > 0) {
+        m["randaugment"] = std::to_string(opt.randaugment);
+        m["randaugment_ops"] = std::to_string(opt.randaugment_ops);
+    }
+    if (opt.random_erase > 0) m["random_erase"] = fmt("%g", opt.random_erase);
+    if (mix_settings(opt).on()) {
+        m["mixup"] = fmt("%g", opt.mixup);
+        m["cutmix"] = fmt("%g", opt.cutmix);
+        m["mix_switch"] = fmt("%g", opt.mix_switch);
+        m["mix_prob"] = fmt("%g", opt.mix_prob);
+    }
     return m;
 }
 
@@ -358,6 +389,16 @@ inline void print_structure(const Structure& G, const Task& task, const int* tok
     }
 }
 
+// An image run's augmentation, and whether it is its task's recipe (tasks/registry.h) or flags changed it
+inline std::string augmentation_text(const Options& opt) {
+    const ImageRecipe& recipe = image_recipe(opt.task);
+    const bool own = opt.crop_pad == recipe.crop_pad && (opt.flip == 1) == recipe.flip;
+    const std::string crop_flip = fmt("crop pad %d, %s", opt.crop_pad, opt.flip == 1 ? "flip" : "no flip");
+    if (own) return crop_flip + " (the recipe of " + opt.task + ")";
+    return crop_flip + fmt(" (flags; %s's: pad %d, %s)", opt.task.c_str(), recipe.crop_pad,
+                           recipe.flip ? "flip" : "no flip");
+}
+
 inline void print_startup(const Options& opt, const Task& task, const Model& model, const Structure& G,
                           const Initialisation& init, int64_t steps, int64_t start_step, const std::string& out_dir) {
     const Config& cfg = model.cfg;
@@ -369,6 +410,13 @@ inline void print_startup(const Options& opt, const Task& task, const Model& mod
     puts(rule.c_str());
     row("task", fmt("%s (train %d, eval %d)", opt.task.c_str(), task.train_size(), task.eval_size()));
     if (!task.describe().empty()) row("", task.describe());
+    if (is_image_task(opt.task)) row("augmentation", augmentation_text(opt));
+    if (opt.randaugment > 0 || opt.random_erase > 0)
+        row("", fmt("RandAugment m%d x %d ops, random erasing %g", opt.randaugment, opt.randaugment_ops,
+                    opt.random_erase));
+    if (mix_settings(opt).on())
+        row("batch mixing", fmt("mixup %g, cutmix %g, switch %g, prob %g; train hits: each row's own class",
+                                opt.mixup, opt.cutmix, opt.mix_switch, opt.mix_prob));
     if (is_language_task(opt.task)) row("loss on", "every position; eval: loss, perplexity, bits per byte");
     else if (task.next_token)
         row("loss on", opt.loss_on == "all" ? "every position" : "the answer tokens; greedy decoding at eval");
@@ -394,6 +442,8 @@ inline void print_startup(const Options& opt, const Task& task, const Model& mod
     row("encoding, loss", fmt("%s, %s", opt.encoding.c_str(), loss_name.c_str()));
     row("optimizer", fmt("%s lr %g wd %g on %s, mask wd %g", opt.optimizer == "adamw" ? "AdamW" : "Adam+L2", opt.lr,
                          opt.wd, weight_decay_on(model).c_str(), opt.mask_wd));
+    if (opt.drop_path > 0 || opt.ema > 0)
+        row("regularisation", fmt("drop-path %g (last block), EMA decay %g", opt.drop_path, opt.ema));
     row("batch, steps", fmt("%d, %lld (from %lld)", model.B, (long long)steps, (long long)start_step));
     row("seed", fmt("%llu", (unsigned long long)opt.seed));
     const size_t activations = model.num_acts + model.num_dacts + model.num_dscores;

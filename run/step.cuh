@@ -1,11 +1,12 @@
 // run/step.cuh: one training step, the host's part and the device's. The host makes the batch
 // (tasks/), computes the step's learning rate and Adam's bias corrections, and hands all of it to
 // the model in one upload (model_set_batch); the device's part (training_step_work) is the
-// forward pass, the step log, the backward pass, clipping and AdamW, with no value read back: on
-// the GPU the host queues it and goes on to the next batch while the GPU runs it, and with
-// Kernels::graph (--cuda-graph) it is captured once as a CUDA graph and replayed every step
-// (layers/graph.cuh). The host reads the step log (the loss, the first non-finite one, a
-// classifier's hits) only where it reports or saves (main.cu).
+// forward pass (dropping paths with --drop-path), the step log, the backward pass, clipping, AdamW
+// and the weights' moving average (--ema), with no value read back: on the GPU the host queues it
+// and goes on to the next batch while the GPU runs it, and with Kernels::graph (--cuda-graph) it is
+// captured once as a CUDA graph and replayed every step (layers/graph.cuh). The host reads the
+// step log (the loss, the first non-finite one, a classifier's hits) only where it reports or
+// saves (main.cu).
 #pragma once
 #include <algorithm>
 #include <string>
@@ -107,22 +108,25 @@ inline void training_step_work(Model& model, float clip_grad) {
     model_backward(model, model.B);
     if (clip_grad > 0) model_clip_gradients(model, clip_grad);
     model_adamw(model, true);
+    if (model.ema.decay > 0) ema_update(model.dev, model.ema, model.params_mem, model.num_params);
 }
 
 // One training step, number `step`, on a batch of model.B rows in host memory (as model_set_batch
-// takes it), at learning rate lr, clipping the gradient's norm to clip_grad (0: no clipping): the
-// host's part, then the device's, call by call or as the replay of the captured step.
+// takes it, mix too: a mixed image batch's (B,2), or nullptr), at learning rate lr, clipping the
+// gradient's norm to clip_grad (0: no clipping): the host's part, then the device's, call by call
+// or as the replay of the captured step (one capture for mixed batches, one for unmixed ones).
 inline void training_step(Model& model, ModelInput input, const float* targets, const float* loss_mask, float lr,
-                          float clip_grad, int64_t step) {
+                          float clip_grad, int64_t step, const float* mix = nullptr) {
     model.adam.lr = lr;
     model.adam_t++;
     StepScalars scalars;
     scalars.adam = adamw_step(model.adam, model.adam_t);
     scalars.step = step;
-    model_set_batch(model, input, targets, model.B, loss_mask, scalars);
-    model_forward_state(model, model.B, true, false);
+    model_set_batch(model, input, targets, model.B, loss_mask, scalars, mix);
+    model_forward_state(model, model.B, true, false, true);
     if (model.dev == DEVICE_GPU && model.kernels.graph)
-        model.graphs.run("training step", [&] { training_step_work(model, clip_grad); });
+        model.graphs.run(model.batch_mixed ? "training step, mixed" : "training step",
+                         [&] { training_step_work(model, clip_grad); });
     else
         training_step_work(model, clip_grad);
 }

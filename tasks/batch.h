@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+#include "tasks/mix.h"   // MixSettings, mix_draw, mix_batch
 #include "tasks/task.h"  // Task, EpochOrder
 
 struct Batch {
@@ -11,8 +12,10 @@ struct Batch {
     std::vector<float> pixels;     // (rows, channels·height·width) image tasks
     std::vector<float> targets;    // (rows, targets_per_example): one, or the next token at every position
     std::vector<float> loss_mask;  // (rows, T) next-token tasks: 1 where the loss counts; empty otherwise
+    std::vector<float> mix;        // (rows, 2) a mixed training batch: each row's second class and λ; else empty
     int rows = 0;
     bool image_input = false;      // whether the examples are pixels (else tokens)
+    MixSettings mixing;            // mixup and cutmix of an image task's training batches (tasks/mix.h): off unless set
 
     // room for B rows; `positions` (T) is the loss mask of one example (empty: no mask)
     void shape(const Task& task, int B, const std::vector<float>& positions) {
@@ -26,6 +29,7 @@ struct Batch {
             loss_mask.insert(loss_mask.end(), positions.begin(), positions.end());
     }
     const float* mask() const { return loss_mask.empty() ? nullptr : loss_mask.data(); }
+    const float* mix_targets() const { return mix.empty() ? nullptr : mix.data(); }
     // where row b's example goes
     ExampleSlot slot(const Task& task, int b) {
         return {image_input ? nullptr : &tokens[(size_t)b * task.seq_len],
@@ -35,11 +39,18 @@ struct Batch {
 };
 
 // The training batch of step `step`: examples step*B .. step*B+B-1 of the seeded epoch order.
-// Row b's draw is example_draw(seed, step, b).
+// Row b's draw is example_draw(seed, step, b). With batch.mixing on, the batch is then mixed with
+// itself flipped, as mix_draw(seed, step) draws (tasks/mix.h), unless that draw leaves it as it is.
 inline void training_batch(const Task& task, EpochOrder& order, int64_t step, Batch& batch) {
     for (int b = 0; b < batch.rows; b++)
         task.train_example(order.example(step * batch.rows + b), example_draw(order.seed, step, b),
                            batch.slot(task, b));
+    batch.mix.clear();
+    if (!batch.mixing.on()) return;
+    const MixDraw draw = mix_draw(batch.mixing, order.seed, step, task.image.height, task.image.width);
+    if (!draw.mixed) return;
+    batch.mix.resize((size_t)batch.rows * 2);
+    mix_batch(draw, task.image, batch.rows, batch.pixels.data(), batch.targets.data(), batch.mix.data());
 }
 
 // The loss mask of one example: the task's answer positions, or every position (--loss-on all).

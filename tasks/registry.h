@@ -4,6 +4,7 @@
 // To add a task to a family: write it in the family's file (tasks/boolean.h, tasks/arithmetic.h,
 // ...) and add its line here.
 #pragma once
+#include <stdexcept>
 #include <string>
 
 enum TaskFamily {
@@ -25,12 +26,34 @@ inline const TaskKind TASKS[] = {
     {"cyclic3", TASKS_BOOLEAN, "sum_i x_i x_i+1 x_i+2, i mod 15; unseen: x0 = x1 = x2 = -1"},
     {"add3", TASKS_ARITHMETIC, "3-digit addition, answer reversed: $123+456=9750$"},
     {"mul2", TASKS_ARITHMETIC, "2-digit multiplication, answer reversed"},
+    {"mnist", TASKS_IMAGES, "MNIST's handwritten digits, the four IDX files (data/get_mnist.sh)"},
     {"fashion-mnist", TASKS_IMAGES, "Fashion-MNIST's IDX files (Debian's dataset-fashion-mnist)"},
     {"cifar10", TASKS_IMAGES, "CIFAR-10's official binary version (data/get_cifar.sh)"},
     {"cifar100", TASKS_IMAGES, "CIFAR-100's official binary version"},
     {"images", TASKS_IMAGES, "an image folder: DIR/train/<class>/*, DIR/test/<class>/*"},
     {"lm", TASKS_LANGUAGE, "a token folder that data/prepare_text.py wrote"},
 };
+
+// The image tasks' augmentation, each its data's usual one (a flag given always wins): a random
+// crop of 2 pixels of padding on the 28-pixel images, 4 on CIFAR's 32 and on image folders; a
+// random horizontal flip for all but the digits, which a mirror turns into no digit (a 2, a 7)
+// or into another (a 5 and a 2 look alike mirrored). --help and the start-up table name it.
+struct ImageRecipe {
+    const char* task;
+    int crop_pad;  // the random crop's padding
+    bool flip;     // the random horizontal flip
+};
+
+inline const ImageRecipe IMAGE_RECIPES[] = {
+    {"mnist", 2, false}, {"fashion-mnist", 2, true}, {"cifar10", 4, true}, {"cifar100", 4, true}, {"images", 4, true},
+};
+
+// The image task `task`'s recipe; every image task of TASKS has one (tests/test_tasks.cu checks)
+inline const ImageRecipe& image_recipe(const std::string& task) {
+    for (const ImageRecipe& recipe : IMAGE_RECIPES)
+        if (task == recipe.task) return recipe;
+    throw std::logic_error("no augmentation recipe for the task " + task);
+}
 
 // The task named `name`, or nullptr
 inline const TaskKind* find_task(const std::string& name) {

@@ -4,9 +4,12 @@
 // row-major order: T = 1 + (H/P)·(W/P). The target is the class; the metric top-1 accuracy.
 //   - pixels are normalised per channel by the training set's mean and standard deviation:
 //     x = (pixel / 255 - mean_c) / std_c
-//   - a training example is augmented (tasks/augment.h): a random crop with `pad` pixels of
-//     padding and a random horizontal flip, drawn from the example's draw key, so that the
-//     pixels of step s are a pure function of (seed, s, row); evaluation examples are not
+//   - a training example is augmented, every choice drawn from the example's draw key, so that
+//     the pixels of step s are a pure function of (seed, s, row); evaluation examples are not.
+//     In turn: RandAugment on the 8-bit image (tasks/randaugment.h; off unless asked), the
+//     normalisation, a random crop with `pad` pixels of padding and a random horizontal flip
+//     (tasks/augment.h), then random erasing (off unless asked). timm's order but for the crop
+//     and flip, which timm applies first, to the raw image
 //   - G, the prior's structure (2-D locality): patch (r, c) may attend to patch (r', c') when
 //     |r - r'| <= k/2 and |c - c'| <= k/2 (a k x k neighbourhood, k odd); CLS attends to every
 //     patch and every patch to CLS
@@ -17,8 +20,9 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-#include "tasks/augment.h"      // augment_image
+#include "tasks/augment.h"      // augment_image, random_erase
 #include "tasks/image_files.h"  // ImageData, ImageSet
+#include "tasks/randaugment.h"  // ByteImage, randaugment
 #include "tasks/task.h"         // Task, Scorer, ExampleSlot
 
 struct VisionSettings {
@@ -26,6 +30,9 @@ struct VisionSettings {
     int window = 3;       // G's neighbourhood k (odd)
     int pad = 4;          // the random crop's padding; 0: no crop
     bool flip = true;     // the random horizontal flip
+    int randaugment = 0;      // RandAugment's magnitude M, 1..10 on timm's scale; 0: off
+    int randaugment_ops = 2;  // the ops RandAugment draws for each image
+    double erase = 0;         // the probability of random erasing; 0: off
 };
 
 // Top-1 accuracy, counted batch by batch: the outputs are the logits (rows, classes).
@@ -47,6 +54,7 @@ struct VisionTask : Task {
     ImageData data;
     VisionSettings settings;
     std::vector<double> channel_mean, channel_std;  // (channels) of pixel / 255 over the training images
+    std::vector<uint8_t> mean_colour;  // (channels) round(255 channel_mean): RandAugment's fill
 
     VisionTask(const std::string& task_name, ImageData loaded, const VisionSettings& s)
         : data(std::move(loaded)), settings(s) {
@@ -66,10 +74,14 @@ struct VisionTask : Task {
         if (s.window < 1 || s.window % 2 == 0)
             throw std::runtime_error("--mask-window must be odd (a neighbourhood centred on the patch), got " +
                                      std::to_string(s.window));
+        if (s.randaugment > 0 && train.channels != 1 && train.channels != 3)
+            throw std::runtime_error(task_name + ": RandAugment needs grey or RGB images, these have " +
+                                     std::to_string(train.channels) + " channels");
         image = {train.channels, train.height, train.width};
         seq_len = 1 + (train.height / P) * (train.width / P);
         outputs = data.classes;
         measure_normalisation();
+        for (double mean : channel_mean) mean_colour.push_back((uint8_t)std::lround(255 * mean));
     }
 
     // mean and std per channel over every training pixel, summed in double in a fixed order
@@ -94,21 +106,35 @@ struct VisionTask : Task {
         }
     }
 
-    // image i of a split, normalised: out (channels, H, W)
-    void normalised(const ImageSet& set, int i, float* out) const {
-        const size_t plane = (size_t)set.height * set.width;
-        const uint8_t* p = set.image(i);
-        for (int c = 0; c < set.channels; c++)
+    // p (channels, H, W) 8-bit pixels, normalised: out (channels, H, W)
+    void normalise(const uint8_t* p, float* out) const {
+        const size_t plane = (size_t)image.height * image.width;
+        for (int c = 0; c < image.channels; c++)
             for (size_t k = 0; k < plane; k++)
                 out[c * plane + k] = (float)((p[c * plane + k] / 255.0 - channel_mean[c]) / channel_std[c]);
     }
 
+    // image i of a split, normalised: out (channels, H, W)
+    void normalised(const ImageSet& set, int i, float* out) const { normalise(set.image(i), out); }
+
     int train_size() const override { return data.train.size(); }
+    // The stages take their own words of the draw: the crop and flip words 0, 1, 2 (as before
+    // the others existed), RandAugment the key splitmix64(draw + 3), erasing splitmix64(draw + 4).
     void train_example(int index, uint64_t draw, const ExampleSlot& out) const override {
-        std::vector<float> plain(image.floats());  // (channels, H, W) before the augmentation
-        normalised(data.train, index, plain.data());
+        std::vector<float> plain(image.floats());  // (channels, H, W) normalised, before the crop and flip
+        const uint8_t* pixels = data.train.image(index);
+        if (settings.randaugment > 0) {
+            ByteImage augmented{image.channels, image.height, image.width,
+                                std::vector<uint8_t>(pixels, pixels + data.train.image_bytes())};
+            randaugment(augmented, settings.randaugment, settings.randaugment_ops, mean_colour.data(),
+                        splitmix64(draw + 3));
+            normalise(augmented.pixels.data(), plain.data());
+        } else
+            normalise(pixels, plain.data());
         augment_image(plain.data(), out.pixels, image.channels, image.height, image.width, settings.pad,
                       settings.flip, draw);
+        if (settings.erase > 0)
+            random_erase(out.pixels, image.channels, image.height, image.width, settings.erase, splitmix64(draw + 4));
         *out.targets = (float)data.train.labels[index];
     }
     int eval_size() const override { return data.test.size(); }

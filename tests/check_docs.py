@@ -33,7 +33,7 @@ import sys
 
 # Flags of programs that are not the project's, which the documents use: keep it to those.
 EXTERNAL_FLAGS = {
-    "sbatch": {"--array", "--partition", "--time", "--gres", "--requeue"},
+    "sbatch": {"--array", "--partition", "--time", "--gres", "--requeue", "--signal"},
     "gdb": {"--args"},
     "git": {"--always", "--dirty"},  # git describe, metrics.json's git_commit
 }

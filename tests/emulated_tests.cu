@@ -11,4 +11,7 @@
 #include "test_gpu_matmul.cu"
 #include "test_gpu_profile.cu"
 #include "test_gpu_graph.cu"
+#include "test_gpu_mix.cu"
+#include "test_drop_path.cu"
+#include "test_ema.cu"
 #include "test_emulation.cu"

@@ -5,15 +5,19 @@
 #       themselves without a GPU), the GPU tests on the CPU emulation of CUDA
 #       (tests/emulated_tests) with each block's threads in index order and again in reverse
 #       order (MASKPRIOR_EMU_SCHEDULE), the kernel lab's programs on the emulation (dev/), the
-#       plot script's and prepare_text.py's tests, and the documents' names (tests/test_docs.sh)
+#       plot script's and prepare_text.py's tests, tools/export.py into nanoGPT's GPT
+#       (tests/test_export.sh nanogpt), and the documents' names (tests/test_docs.sh)
 #   make check (--check): all of that, then the emulated GPU tests in a seeded shuffled order and
 #       under AddressSanitizer and UndefinedBehaviorSanitizer (tests/emulated_tests_asan), the
 #       emulation's kernels under ThreadSanitizer (tests/emulated_tests_tsan), the planted bugs the
 #       emulation must catch (tests/planted_bugs.sh), the same run's bytes from builds at two
 #       vector widths (tests/march_check.sh), runs killed with SIGKILL and continued
 #       (tests/test_faults.sh), the command-line cases on ./maskprior-sanitize (tests/sanitize.sh
-#       --quick), every parser's fuzzer for a few seconds (tests/fuzz/smoke.sh) and the table
-#       scripts' schedulers (tests/test_scheduler.sh)
+#       --quick), every parser's fuzzer for a few seconds (tests/fuzz/smoke.sh), the table
+#       scripts' schedulers (tests/test_scheduler.sh), and, with packages from the Python registry
+#       (tests/python_venv.sh: skipped without it), the official safetensors reader on every kind
+#       of file maskprior writes (tests/test_safetensors_official.sh) and tools/export.py into
+#       timm's VisionTransformer (tests/test_export.sh timm)
 # docs/testing.md says what each one checks.
 check=false
 [ "${1:-}" = --check ] && check=true
@@ -63,6 +67,8 @@ run_program ./dev/attention_backward-emulated --quick
 run_program ./dev/matmul-emulated --quick
 run_script tests/test_plot.sh
 run_script tests/test_prepare_text.sh
+echo "== tools/export.py into nanoGPT's GPT: the checkpoint's loss (tests/test_export.sh nanogpt)"
+timed "the nanoGPT export test" run_script tests/test_export.sh nanogpt
 echo "== the documents name only what exists (tests/test_docs.sh)"
 run_script tests/test_docs.sh
 
@@ -80,7 +86,7 @@ if $check; then
     timed "the planted bugs" run_script tests/planted_bugs.sh
     echo "== the CPU result at two vector widths (tests/march_check.sh)"
     timed "the two-width check" run_script tests/march_check.sh
-    echo "== faults: runs killed with SIGKILL and continued (tests/test_faults.sh)"
+    echo "== faults: runs killed with SIGKILL or stopped by a signal, and continued (tests/test_faults.sh)"
     timed "the fault test" run_script tests/test_faults.sh --timed 2
     echo "== the command line under AddressSanitizer and UndefinedBehaviorSanitizer (tests/sanitize.sh --quick)"
     timed "the sanitized command line" run_script tests/sanitize.sh --quick
@@ -88,6 +94,10 @@ if $check; then
     run_script tests/fuzz/smoke.sh
     echo "== the table scripts' schedulers: JOBS, a Slurm array run locally (tests/test_scheduler.sh)"
     timed "the scheduler test" run_script tests/test_scheduler.sh
+    echo "== the official safetensors reader (from the Python registry) on every file maskprior writes"
+    timed "the official safetensors test" run_script tests/test_safetensors_official.sh
+    echo "== tools/export.py into timm's VisionTransformer (from the Python registry): the checkpoint's loss"
+    timed "the timm export test" run_script tests/test_export.sh timm
 fi
 [ "$gpu_cases_skipped" != 0 ] && echo "(skipped: $gpu_cases_skipped GPU cases of tests/unit_tests, as there is no GPU here;" \
     "the emulation ran them, and make gpu-check runs them on a GPU)"

@@ -28,6 +28,55 @@ TEST_CASE("image tasks: bad flags and missing data get one clear line and exit c
     expect_error(images + "--schedule linear", "--schedule must be one of constant, cosine");
 }
 
+// MNIST's four IDX files (raw, big-endian sizes) holding `count` 4x4 images of classes i % 10
+static std::string write_idx_folder(const std::string& dir, int count) {
+    std::filesystem::create_directories(dir);
+    auto write = [&](const std::string& name, uint32_t magic, std::vector<uint32_t> sizes, int bytes_per_item) {
+        std::ofstream f(dir + "/" + name, std::ios::binary);
+        sizes.insert(sizes.begin(), magic);
+        for (uint32_t word : sizes)
+            for (int shift = 24; shift >= 0; shift -= 8) f.put((char)(word >> shift));
+        for (int i = 0; i < count; i++)
+            for (int k = 0; k < bytes_per_item; k++)
+                f.put((char)(bytes_per_item == 1 ? i % 10 : (i * 37 + k * 11) % 256));
+    };
+    for (const char* split : {"train", "t10k"}) {
+        write(std::string(split) + "-images-idx3-ubyte", 0x803, {(uint32_t)count, 4, 4}, 16);
+        write(std::string(split) + "-labels-idx1-ubyte", 0x801, {(uint32_t)count}, 1);
+    }
+    return dir;
+}
+
+TEST_CASE("image tasks: each data set's augmentation recipe: digits without the flip, 28-pixel sets with padding 2") {
+    const std::string idx = write_idx_folder(TMP_PREFIX + "cli_idx", 20);
+    expect_error("--task mnist", "--task mnist needs --data-dir");
+    struct Case {
+        std::string flags, row, crop_pad, flip;
+    };
+    const std::vector<Case> cases = {
+        {"--task mnist --data-dir " + idx, "crop pad 2, no flip (the recipe of mnist)", "2", "0"},
+        {"--task mnist --flip --data-dir " + idx, "crop pad 2, flip (flags; mnist's: pad 2, no flip)", "2", "1"},
+        {"--task fashion-mnist --data-dir " + idx, "crop pad 2, flip (the recipe of fashion-mnist)", "2", "1"},
+        {"--task fashion-mnist --no-flip --crop-pad 0 --data-dir " + idx,
+         "crop pad 0, no flip (flags; fashion-mnist's: pad 2, flip)", "0", "0"},
+        {"--task images --data-dir " + tiny_image_folder(), "crop pad 4, flip (the recipe of images)", "4", "1"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.flags);
+        const std::string dir = TMP_PREFIX + "vision_recipe";
+        CommandResult r = run_command(TINY + c.flags + " --patch 2 --steps 1 --out " + dir);
+        REQUIRE_MESSAGE(r.exit_code == 0, r.out);
+        CHECK(r.out.find("| augmentation     | " + c.row) != std::string::npos);
+        StFile saved = safetensors_read(dir + "/model.safetensors");
+        CHECK(saved.metadata["crop_pad"] == c.crop_pad);
+        CHECK(saved.metadata["flip"] == c.flip);
+    }
+    // the help names each recipe
+    CommandResult help = run_command(MASKPRIOR + " --help");
+    CHECK(help.out.find("(mnist: off; else on)") != std::string::npos);
+    CHECK(help.out.find("(mnist, fashion-mnist: 2; else 4)") != std::string::npos);
+}
+
 TEST_CASE("image tasks: every init runs on an image folder and reports top-1 accuracy and the prior mass") {
     for (const char* init : {"default", "mask", "qk-svd", "qk-opt", "mimetic", "impulse"}) {
         const std::string dir = TMP_PREFIX + "vision_init_" + init;

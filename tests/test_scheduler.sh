@@ -11,6 +11,9 @@
 #      must continue, not start over), and a finished task started again ends at once; while the
 #      killed run is unfinished, --unfinished names it and the files written again hold the same
 #      list and an sbatch command for it alone; afterwards the table finds every run finished;
+#      and a task's shell sent SIGUSR1 (as --signal=B:USR1@120 has Slurm do before the time
+#      limit) passes it on to its run, which writes its checkpoint and exits 3, and the task
+#      requeues itself (a stand-in scontrol records the call);
 #   3. run here with JOBS=2 (each run with OMP_NUM_THREADS = cores / 2);
 #   4. run here on a machine that seems to have two GPUs (an nvidia-smi that lists two; the runs
 #      still train on the CPU): while they run, two that run at once never share a
@@ -99,7 +102,8 @@ if SCHEDULER=slurm TINY_ROOT="$tmp/slurm" sh "$tmp/tiny_table.sh" > "$tmp/slurm.
 else
     fail "SCHEDULER=slurm: exit code not 0: $(cat "$tmp/slurm.out")"
 fi
-for line in "--array=0-3" "--gres=gpu:1" "--requeue" "--open-mode=append" "--output=$slurm/logs/%a.out"; do
+for line in "--array=0-3" "--gres=gpu:1" "--requeue" "--signal=B:USR1@120" "--open-mode=append" \
+    "--output=$slurm/logs/%a.out"; do
     grep -qxF -- "#SBATCH $line" "$array" 2>/dev/null || fail "array.sh has no line '#SBATCH $line'"
 done
 grep -qxF "cd \"$repo\" || exit 1" "$array" 2>/dev/null || fail "array.sh does not change to the repository"
@@ -121,7 +125,8 @@ task() {
 for index in 0 1 2; do
     task $index || fail "array task $index failed: $(tail -3 "$slurm/logs/$index.out")"
 done
-# task 3: killed with kill -9 once it has a checkpoint, then started again
+# task 3: killed with kill -9 once it has a checkpoint, then started again; the run and the
+# task's shell both, as a lost node loses them (the run's pid is in its folder's .lock)
 long=$tmp/slurm/maj3-long-s3
 (cd "$tmp" && exec env SLURM_ARRAY_TASK_ID=3 sh "$array") >> "$slurm/logs/3.out" 2>&1 &
 pid=$!
@@ -130,7 +135,7 @@ while [ ! -f "$long/model.safetensors" ] && [ $tries -lt 300 ]; do
     sleep 0.1
     tries=$((tries + 1))
 done
-kill -9 $pid
+kill -9 "$(cat "$long/.lock")" $pid
 { wait $pid; } 2>/dev/null  # no "Killed" line
 if [ -f "$long/metrics.json" ] || [ ! -f "$long/model.safetensors" ]; then
     fail "array task 3 was not killed between its first checkpoint and its end"
@@ -151,6 +156,29 @@ difference=$(same_runs "$tmp/slurm") || fail "the Slurm array's runs differ from
 TINY_ROOT="$tmp/slurm" sh "$tmp/tiny_table.sh" > "$tmp/table.out" 2>&1
 [ "$(cat "$tmp/table.out")" = "table: 4 runs finished" ] \
     || fail "the table after the Slurm array did not find every run finished: $(cat "$tmp/table.out")"
+# SIGUSR1 to a task's shell alone: its run, long enough not to finish first, stops with its
+# checkpoint, and the task requeues itself through scontrol (here a stand-in that records it)
+mkdir -p "$tmp/slurm_bin"
+printf '#!/bin/sh\necho "$*" >> "%s"\n' "$tmp/scontrol.calls" > "$tmp/slurm_bin/scontrol"
+chmod +x "$tmp/slurm_bin/scontrol"
+echo "--task maj3 $small --steps 100000000 --eval-every 100000000 --out $tmp/usr1 --continue" > "$tmp/usr1.txt"
+PATH="$tmp/slurm_bin:$PATH" SLURM_ARRAY_JOB_ID=77 SLURM_ARRAY_TASK_ID=0 \
+    sh experiments/slurm_task.sh "$tmp/usr1.txt" > "$tmp/usr1.out" 2>&1 &
+pid=$!
+tries=0
+while [ ! -s "$tmp/usr1/log.jsonl" ] && [ $tries -lt 300 ]; do  # its step-0 row: it is training
+    sleep 0.1
+    tries=$((tries + 1))
+done
+kill -USR1 $pid
+status=0
+wait $pid || status=$?
+[ $status = 3 ] || fail "a task sent SIGUSR1 exited with $status, not 3: $(tail -3 "$tmp/usr1.out")"
+grep -q "^maskprior: stopped by SIGUSR1 after step [0-9]*: wrote $tmp/usr1/model.safetensors" "$tmp/usr1.out" \
+    && [ -f "$tmp/usr1/model.safetensors" ] && [ ! -f "$tmp/usr1/metrics.json" ] \
+    || fail "a task sent SIGUSR1: its run did not stop with its checkpoint: $(tail -3 "$tmp/usr1.out")"
+[ "$(cat "$tmp/scontrol.calls" 2>/dev/null)" = "requeue 77_0" ] \
+    || fail "a task sent SIGUSR1 did not call 'scontrol requeue 77_0': $(cat "$tmp/scontrol.calls" 2>/dev/null)"
 
 # 3. JOBS=2 on the CPU: one thread each on 2 cores (cores / 2, at least 1).
 threads=$(($(nproc) / 2))

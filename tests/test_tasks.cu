@@ -1,8 +1,10 @@
-// The Boolean GOTU tasks against hand-checked values (docs/method.md, "The tasks and their G"), and the epoch order.
+// The Boolean GOTU tasks against hand-checked values (docs/method.md, "The tasks and their G"), the epoch order,
+// and the image tasks' augmentation recipes (tasks/registry.h).
 #include <algorithm>
 #include <set>
 #include "test_util.h"
 #include "tasks/boolean.h"
+#include "tasks/registry.h"  // TASKS, image_recipe
 
 TEST_CASE("Boolean domains: seen and unseen sizes") {
     CHECK(BooleanTask("2parity").train_size() == 24576);  // 3/4 of 32768
@@ -129,4 +131,16 @@ TEST_CASE("epoch order: every epoch is a permutation, epochs differ, a seed fixe
     CHECK(e0 != e1);
     CHECK(e0 != other);
     CHECK(b.example(150) == e1[50]);  // random access: resuming needs only the step
+}
+
+TEST_CASE("every image task has an augmentation recipe, and no other task has one") {
+    for (const TaskKind& kind : TASKS) {
+        CAPTURE(kind.name);
+        if (kind.family == TASKS_IMAGES) CHECK_NOTHROW(image_recipe(kind.name));
+        else CHECK_THROWS_AS(image_recipe(kind.name), std::logic_error);
+    }
+    CHECK(!image_recipe("mnist").flip);  // a mirrored digit is no digit
+    CHECK(image_recipe("fashion-mnist").flip);
+    CHECK(image_recipe("mnist").crop_pad == 2);
+    CHECK(image_recipe("cifar10").crop_pad == 4);
 }

@@ -4,7 +4,9 @@
 #   run    the build and make run (the JSON and image-writing headers, zlib, the plots' matplotlib)
 #   test   run's, and the tests': doctest, Boost.Context (the CUDA emulation's fibers), PyTorch (the
 #          gradient cross-check), sentencepiece (data/prepare_text.py), Fashion-MNIST (a real data set)
-#   check  test's, and clang with its sanitizer runtimes (the fuzzers)
+#   check  test's, and clang with its sanitizer runtimes (the fuzzers), python3-venv
+#          (build/venv, where tests/python_venv.sh installs the official safetensors and timm from
+#          the Python registry) and torchvision (timm needs it beside Debian's torch)
 #   tables run's, and Fashion-MNIST (the vision table) and sentencepiece (the language table's data)
 #   bench  run's, and PyTorch with OpenBLAS, and Fashion-MNIST (the ViT's benchmark)
 # As root it runs apt-get; otherwise sudo; where neither works it says what to install and stops.
@@ -14,7 +16,7 @@ test="$run doctest-dev libboost-context-dev python3-torch libopenblas0-pthread p
 case "${1:-}" in
     run) needed=$run ;;
     test) needed=$test ;;
-    check) needed="$test clang libclang-rt-14-dev" ;;
+    check) needed="$test clang libclang-rt-14-dev python3-venv python3-torchvision" ;;
     tables) needed="$run dataset-fashion-mnist python3-sentencepiece" ;;
     bench) needed="$run python3-torch libopenblas0-pthread dataset-fashion-mnist" ;;
     *) echo "usage: sh tools/install-deps.sh run|test|check|tables|bench" >&2; exit 2 ;;

@@ -12,7 +12,9 @@
 # JPEG files, train/<class>/NNNN.jpg and test/<class>/NNNN.jpg ($CIFAR10_JPEG, default
 # data/cifar10-jpeg; the README in data/ says where such a copy comes from).
 #
-#   safetensors  two checkpoints of 2 training steps of a tiny maj3 model (default init; mask init)
+#   safetensors  two checkpoints of 2 training steps of a tiny maj3 model (default init; mask init);
+#                and into rejected/, five small files the official reader refuses and ours once read
+#                (a gap, overlapping tensors, an end before its begin, a name twice, a header not UTF-8)
 #   structure    the --mask-structure files of experiments/structures/
 #   arithmetic   a few lines of add3 and of mul2, in every spelling the reader accepts
 #   idx          the first 4 Fashion-MNIST training images and labels, the first 3 test ones;
@@ -42,6 +44,24 @@ for init in default mask; do
     ./maskprior --task maj3 --init "$init" --steps 2 --width 8 --heads 1 --head-size 4 --mlp 8 --layers 1 \
         --device cpu --out "$tmp/run-$init" --save "$corpus/safetensors/valid/maj3-$init.safetensors" >/dev/null
 done
+
+# safetensors/rejected: headers written by hand, each broken in one way (run/safetensors.h says why)
+"$python" - "$corpus/safetensors/rejected" <<'EOF'
+import struct, sys
+def tensor(name, begin, end):
+    return '"%s":{"dtype":"F32","shape":[%d],"data_offsets":[%d,%d]}' % (name, (end - begin) // 4, begin, end)
+def write(name, header, data_bytes):
+    header = header.encode("latin-1")  # one byte a character, as written
+    header += b" " * (-len(header) % 8)
+    data = struct.pack("<%df" % (data_bytes // 4), *range(data_bytes // 4))
+    with open("%s/%s.safetensors" % (sys.argv[1], name), "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header + data)
+write("gap-between-tensors", "{%s,%s}" % (tensor("a", 0, 4), tensor("b", 8, 12)), 12)
+write("tensors-overlap", "{%s,%s}" % (tensor("a", 0, 8), tensor("b", 4, 12)), 12)
+write("offsets-end-before-begin", '{"a":{"dtype":"F32","shape":[0],"data_offsets":[4,0]},%s}' % tensor("b", 0, 4), 4)
+write("name-twice", "{%s,%s}" % (tensor("a", 0, 4), tensor("a", 4, 8)), 8)
+write("header-not-utf8", '{"__metadata__":{"k":"\xe9"},%s}' % tensor("a", 0, 4), 4)  # Latin-1's é, byte 0xE9
+EOF
 
 cp experiments/structures/*.txt "$corpus/structure/valid/"
 
