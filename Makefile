@@ -7,7 +7,8 @@
 #                   (one per core on a CPU)
 #   make test       the everyday check, a few minutes after the build: every unit test (the
 #                   command line's included), the GPU tests on the CPU emulation of CUDA (emu/),
-#                   the kernel lab's checks, the scripts' tests and the documents' names
+#                   the kernel lab's checks, the scripts' tests, the documents' names and
+#                   the ptxas report's kernels
 #   make check      everything that needs no GPU: make test, then the emulated GPU tests and the
 #                   command line under the sanitizers, the five planted bugs the emulation must
 #                   catch, the same run's bytes from two vector widths, runs killed and continued,
@@ -246,7 +247,8 @@ gpu-check-full:
 
 # Every kernel of main.cu compiled for sm_90 under ptxas -v: registers, stack frame, spill stores and
 # loads, static shared memory, a line each, in dev/ptxas-report.txt with the nvcc version and the date
-# (dev/ptxas_report.py). It fails when a kernel has a stack frame or spills. No GPU needed.
+# (dev/ptxas_report.py). It fails when a kernel has a stack frame or spills. No GPU needed. make test
+# fails when the report lacks a kernel main.cu's build compiles (tests/test_ptxas_report.sh).
 PTXAS_FLAGS = -O3 -std=c++17 -cubin -arch=sm_90 -DMASKPRIOR_CUDA_ARCH=90 $(INCLUDES) -DMASKPRIOR_GIT_COMMIT='""' \
               -DMASKPRIOR_BUILD_SETTINGS='""' $(EXTRA_NVCCFLAGS)
 ptxas-report:
