@@ -21,7 +21,14 @@
 //     would hit one bank and wait in turn; the extra float puts each lane on its own bank;
 //   - a causal block stops at the last key its last row may see.
 // This model keeps A (B,NH,T,T) for its metrics (the prior mass is measured on it), so the
-// forward also writes A, in a second sweep from the final m and l.
+// forward also writes A. A row's final m and l are known only after its last tile, so in the
+// tile pass each lane writes its key's raw score S_ij into A's row (32 lanes, 32 neighbouring
+// floats: one coalesced store), and after the last tile the same lane reads its own entries
+// back and normalises them in place, A_ij = exp(S_ij - m) / l (0 past a causal row's last key).
+// k is read only through the staged tiles. Recomputing the scores for A would read every k_j
+// from global memory again for every row, T²·HS floats per (b, h), the 32 lanes of a load
+// 3·NH·HS floats apart (32 sectors of 32 bytes, where 32 neighbouring floats take 4), and redo
+// the Q K^T product; the round trip through A moves 2·T² floats, coalesced: HS/2 times fewer.
 //
 // What the backward teaches. The same tiles: the rows kernel stages v and k tiles for 16 query
 // rows (dA, dS, dq), the columns kernel stages q, dy, dS and A tiles for 16 key columns (dk,
@@ -86,6 +93,7 @@ attention_forward_kernel3(float* __restrict__ out, float* __restrict__ att, cons
     const float* mask_h = s.mask_heads ? head_mask(mask_term, s, h) : nullptr;  // (T,T) log σ(M) of head h
 
     const size_t token_stride = (size_t)3 * s.NH * HS;  // from one token's q (k, v) to the next one's
+    float* att_bh = att + (size_t)bh * T * T;           // (T,T): A of (b, h), its scores until the end
     stage_tile(q_tile, HS, head_vector(qkv, s, 0, b, row0, h), token_stride, FLASH_QUERY_TILE, T - row0, HS);
     float row_max[FLASH_ROWS_PER_WARP], row_sum[FLASH_ROWS_PER_WARP];
     float acc[FLASH_ROWS_PER_WARP][FLASH_DIMS_PER_LANE];  // acc[r][k]: dim d = lane + 32k of row r
@@ -110,13 +118,15 @@ attention_forward_kernel3(float* __restrict__ out, float* __restrict__ att, cons
             const int row = warp * FLASH_ROWS_PER_WARP + r, i = row0 + row;
             const int last = s.causal ? i : T - 1;
             if (i >= T || key0 > last) continue;  // the same for the whole warp
-            // lane's key j = key0 + lane: its score, or -inf where the row may not see it
+            // lane's key j = key0 + lane: its score, or -inf where the row may not see it; the
+            // score is kept in A's row, to be normalised after the last tile
             const int j = key0 + lane;
             float score = -INFINITY;
             if (j <= last) {
                 float dot = 0;
                 for (int d = 0; d < HS; d++) dot += q_tile[row * HS + d] * k_tile[lane * KSTRIDE + d];
                 score = dot * scale + (mask_h ? mask_h[(size_t)i * T + j] : 0.0f);
+                att_bh[(size_t)i * T + j] = score;
             }
             const float new_max = fmaxf(row_max[r], warp_max(score));  // finite: key0 <= last
             const float p = j <= last ? vexp(score - new_max) : 0.0f;
@@ -144,17 +154,11 @@ attention_forward_kernel3(float* __restrict__ out, float* __restrict__ att, cons
         UNROLL
         for (int k = 0; k < FLASH_DIMS_PER_LANE; k++)
             if (lane + WARP * k < HS) y[lane + WARP * k] = acc[r][k] / row_sum[r];
-        // A_ij = exp(S_ij - m) / l, the scores recomputed (k from global memory, lanes over keys)
-        float* att_row = att + (((size_t)b * s.NH + h) * T + i) * T;
+        // A_ij = exp(S_ij - m) / l in place over the scores the tile pass wrote: lane l wrote keys
+        // l, l+32, ... of this row, the ones it reads back here; past the last key (causal), 0
+        float* att_row = att_bh + (size_t)i * T;
         const int last = s.causal ? i : T - 1;
-        for (int j = lane; j < T; j += WARP) {
-            if (j > last) { att_row[j] = 0.0f; continue; }
-            const float* kj = head_vector(qkv, s, 1, b, j, h);
-            float dot = 0;
-            for (int d = 0; d < HS; d++) dot += q_tile[row * HS + d] * kj[d];
-            const float score = dot * scale + (mask_h ? mask_h[(size_t)i * T + j] : 0.0f);
-            att_row[j] = vexp(score - row_max[r]) / row_sum[r];
-        }
+        for (int j = lane; j < T; j += WARP) att_row[j] = j <= last ? vexp(att_row[j] - row_max[r]) / row_sum[r] : 0.0f;
     }
 }
 

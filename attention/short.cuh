@@ -9,7 +9,8 @@
 // T·T, a few to a few tens of KB. So a block owns one (b, h) and stages all of it once:
 //   - the forward is one launch (after the mask term): scores, softmax and y for every row of
 //     the head, with no online softmax (a warp holds a row's T <= 64 scores, two a lane), and
-//     A written to att row by row as it is made, not recomputed;
+//     A written to att once, row by row as it is made (version 3 writes the raw scores, then
+//     normalises them in place);
 //   - the backward is one launch for dq, dk and dv where version 3 has two (rows, then columns,
 //     with dS through global memory between them): A and then dS stay in shared memory, so a
 //     warp per query row (dA, dS, dq) and a warp per key column (dv, dk) read the same copy;
