@@ -143,16 +143,20 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
     return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-// The mean time of `runs` calls of f, by CUDA events around them (after one call to warm up)
+// The mean time of `runs` calls of f, by CUDA events around them (after one call to warm up). The
+// events go on gpu_stream() (layers/common.cuh), the stream the kernels run on. Recorded on the
+// legacy default stream, they would bracket the kernels only through that stream's implicit
+// synchronisation with blocking streams: true while gpu_stream() is one, not what a timer should
+// rest on.
 template <typename F>
 inline double dev_time_ms(int runs, F f) {
     f();
     cudaEvent_t start, stop;
     cudaCheck(cudaEventCreate(&start));
     cudaCheck(cudaEventCreate(&stop));
-    cudaCheck(cudaEventRecord(start));
+    cudaCheck(cudaEventRecord(start, gpu_stream()));
     for (int r = 0; r < runs; r++) f();
-    cudaCheck(cudaEventRecord(stop));
+    cudaCheck(cudaEventRecord(stop, gpu_stream()));
     cudaCheck(cudaEventSynchronize(stop));
     float ms = 0;
     cudaCheck(cudaEventElapsedTime(&ms, start, stop));
