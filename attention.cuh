@@ -10,7 +10,10 @@
 // only down-weight a key. Its derivative is σ(-m).
 //
 // Below: the forward, the backward and the mask gradient dM, each under its math, as row functions
-// that the CPU loops and GPU kernel 1 both call, so both devices compute the very same thing. The
+// that the CPU loops and GPU kernel 1 both call, so both devices run the same code. On the CUDA
+// emulation (emu/: the host compiler, -ffp-contract=off, glibc's exp and log1p) kernel 1 gives
+// the loops' very bits; on a GPU, nvcc fuses a·b + c into one rounding (FMA) and the device's exp
+// and log1p are not glibc's, so the two agree within the GPU tests' tolerances. The
 // faster versions build on them: the CPU's (the same bits) in cpu_fast/attention.h, the GPU's in
 // attention/, whose versions.cuh has attention_forward and attention_backward, the model's calls.
 //

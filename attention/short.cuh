@@ -24,8 +24,11 @@
 // (B·NH without a mask) where version 3 has B·NH·ceil(T/16); and the shared memory grows with
 // T·HS and T², which bounds the shapes (short_shared_bytes, below): T <= 64, HS <= 128, and the whole head within
 // the 48 KB a launch may ask (at T 64, HS <= 31; at T 50, HS <= 48; at T 16, HS <= 128).
-// The forward computes the CPU loop's very bits (the same sums in the same order); the backward
-// sums in other orders (within rounding of the CPU, as the GPU tests allow). Not timed on a GPU.
+// The forward makes the CPU loop's sums in the CPU loop's order: on the CUDA emulation (the host
+// compiler, -ffp-contract=off, glibc's exp and log1p) its very bits; on a GPU, where nvcc fuses
+// a·b + c (FMA) and the mask term's exp and log1p are the device's, within the GPU tests'
+// tolerances. The backward sums in other orders (within rounding of the CPU, as the GPU tests
+// allow). Not timed on a GPU.
 #pragma once
 #include "attention.cuh"        // AttentionShape, head_vector, head_mask, sigmoid_of_minus
 #include "attention/flash.cuh"  // stage_tile
@@ -63,7 +66,8 @@ inline size_t short_shared_bytes(int T, int HS) {
 //   lanes over keys: S_ij = q_i·k_j / sqrt(HS) + log σ(M_ij), serial along d (k's rows an odd
 //     number of floats apart, as in version 3, so the 32 lanes reading k_j[d] hit 32 banks);
 //   the row's max by warp_max; the exps into the shared row; their sum, every lane along j in
-//     order (the CPU's order: the same bits); A_ij = exp / sum into shared memory and att;
+//     order (the CPU's order: the same bits on the emulation); A_ij = exp / sum into shared
+//     memory and att;
 //   lanes over d: y_i[d] = sum_j A_ij v_j[d], along j in order, A_ij read once for 4 dims.
 
 __global__ void __launch_bounds__(SHORT_THREADS)

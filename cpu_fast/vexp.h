@@ -1,7 +1,9 @@
 // cpu_fast/vexp.h: vexp(x) = e^x for the hot loops (softmax, GELU), written in plain arithmetic so
 // that a compiler turns a loop of it into vector code. The C library's expf is a function call
 // per element, which no loop around it can vectorise; on the CPU it was a tenth of a training
-// step. The same arithmetic runs on the GPU, so both devices compute the same e^x.
+// step. The same code runs on the GPU: on the CUDA emulation (the host compiler, -ffp-contract=off)
+// it gives the CPU's bits; nvcc fuses its a·b + c into fused multiply-adds (one rounding, not
+// two), so a GPU's e^x may differ from the CPU's in its last bits.
 //
 // The method (Cody and Waite's range reduction, a polynomial, a scale by a power of two):
 //   n = round(x / ln 2),  r = x - n ln 2  (|r| <= ln 2 / 2; ln 2 in two parts, so n·ln2_hi is exact)
