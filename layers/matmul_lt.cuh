@@ -175,7 +175,7 @@ inline MatmulLtPlan matmul_lt_plan(bool tf32, cublasLtEpilogue_t epilogue, cubla
 }
 
 // The line on stderr when cuBLASLt turns a product down (`why`) and version 1 runs it in its place,
-// once per line
+// once per line (tools/bench_gpu.py refuses a version-2 timing that printed one)
 inline void lt_fallback_note(const char* why, const char* what, int m, int n, int k) {
     char note[512];
     snprintf(note, sizeof note, "maskprior: note: cuBLASLt %s for %s at m %d, n %d, k %d: matmul version 1 runs it",

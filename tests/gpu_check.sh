@@ -17,6 +17,9 @@
 #   4. the paper-size training step against PyTorch eager, torch.compile and its reduce-overhead
 #      mode (tools/bench_gpu.py --paper: about 2 min, up to 3.5, an estimate), the attention
 #      layer alone against eager, torch.compile and FlexAttention (tools/bench_attention.py)
+#   A --matmul-kernel 2 profile or timing fails where cuBLASLt turned a product down and matmul
+#   version 1 ran it (its note on stderr, layers/matmul_lt.cuh): it would be version 1's under
+#   version 2's name.
 # The full tier (--full, make gpu-check-full), at most TIER_SECONDS (default 570) after the build:
 #   5. the make-run size's training step against the same peers (tools/bench_gpu.py --small);
 #      paper-size runs: GOTU's model on 2parity, 5 epochs, default and mask init, and the mask
@@ -79,6 +82,16 @@ tests_row() {
         record "$1" "ok, $(grep 'test cases:' "$2" | tr -s ' ')"
     elif [ "$3" = 0 ]; then record "$1" "FAILED: no GPU, its GPU cases skipped"; bad_logs="$bad_logs $2"
     else grep -E "ERROR|FATAL|version :=|test cases:" "$2" | head -20; failed "$1" "$3" "$2"; fi
+}
+# the note a --matmul-kernel 2 run prints where cuBLASLt turned a product down (layers/matmul_lt.cuh)
+FALLBACK_NOTE="maskprior: note: cuBLASLt .* matmul version 1 runs it"
+# bench_row NAME LOG RC: the row of a tools/bench_gpu.py run (after timed): its last line, the
+# summary, or the FAILED line it ends with when a row of its tables failed (a fallen-back timing)
+bench_row() {
+    if [ "$3" = 0 ]; then record "$1" "$(tail -1 "$2")"
+    elif [ "$3" = 1 ] && tail -1 "$2" | grep -q '^FAILED: '; then
+        record "$1" "$(tail -1 "$2")"; bad_logs="$bad_logs $2"
+    else failed "$1" "$3" "$2"; fi
 }
 # metrics RUN_DIR KEY...: each KEY and its value (a list: every layer's) from the run's metrics.json, and its time
 metrics() {
@@ -143,17 +156,19 @@ if [ $FULL = 0 ]; then
         extra=""
         [ $kernels = fastest ] && extra=$FASTEST
         [ $kernels = graph ] && extra="$FASTEST --matmul-kernel 2 --cuda-graph"
-        if timed 40 "$OUT/profile-$kernels.txt" ./maskprior $PAPER $extra --profile 2
-        then record "profile ($kernels kernels)" "ok (table in $OUT/profile-$kernels.txt)"
-        else failed "profile ($kernels kernels)" $? "$OUT/profile-$kernels.txt"; fi
+        timed 40 "$OUT/profile-$kernels.txt" ./maskprior $PAPER $extra --profile 2
+        rc=$?
+        if [ $rc != 0 ]; then failed "profile ($kernels kernels)" $rc "$OUT/profile-$kernels.txt"
+        elif grep -q "$FALLBACK_NOTE" "$OUT/profile-$kernels.txt"
+        then record "profile ($kernels kernels)" "FAILED: cuBLASLt turned products down, version 1 ran them (its note)"
+        else record "profile ($kernels kernels)" "ok (table in $OUT/profile-$kernels.txt)"; fi
         cat "$OUT/profile-$kernels.txt"
     done
 
     echo "== 4. speed against PyTorch: the training step, then the attention layer alone"
     # its last line: per size and mask variant, maskprior's fastest row over eager, compile, reduce-overhead
-    if timed 210 "$OUT/bench.log" $PY tools/bench_gpu.py --paper
-    then record "speed vs PyTorch" "$(tail -1 "$OUT/bench.log")"
-    else failed "speed vs PyTorch" $?; fi
+    timed 210 "$OUT/bench.log" $PY tools/bench_gpu.py --paper
+    bench_row "speed vs PyTorch" "$OUT/bench.log" $?
     cat "$OUT/bench.log"
     if timed 120 "$OUT/bench-attention.log" $PY tools/bench_attention.py
     then record "attention vs PyTorch" "$(tail -1 "$OUT/bench-attention.log")"
@@ -161,9 +176,8 @@ if [ $FULL = 0 ]; then
     cat "$OUT/bench-attention.log"
 else
     echo "== 5. the make-run size's step against PyTorch; paper-size runs"
-    if timed 150 "$OUT/bench-small.log" $PY tools/bench_gpu.py --small
-    then record "speed vs PyTorch (make-run size)" "$(tail -1 "$OUT/bench-small.log")"
-    else failed "speed vs PyTorch (make-run size)" $?; fi
+    timed 150 "$OUT/bench-small.log" $PY tools/bench_gpu.py --small
+    bench_row "speed vs PyTorch (make-run size)" "$OUT/bench-small.log" $?
     cat "$OUT/bench-small.log"
     echo "   paper-size runs (C 256, L 12, NH 6, HS 64, MLP 256, GOTU's Adam lr 1e-5 wd 1e-3, batch 256, 5 epochs)"
     for run in default mask mask-fastest; do

@@ -8,6 +8,7 @@
 #include <fcntl.h>   // open: the fallback cases send stderr to a file
 #include <unistd.h>  // dup, dup2
 #include <algorithm>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <set>
@@ -528,5 +529,35 @@ TEST_CASE("MASKPRIOR_EMU_CUBLASLT: a --matmul-kernel 2 run that cuBLASLt turns d
                                     "bad", true);
     CHECK(bad.exit_code == 2);
     CHECK(bad.out == "CUDA emulation: MASKPRIOR_EMU_CUBLASLT=sometimes: expected ok, no-algorithm or not-supported\n");
+}
+
+TEST_CASE("tools/bench.py stops a --matmul-kernel 2 timing at the note that version 1 ran a product, and times "
+          "the same run where cuBLASLt runs every product") {
+    // bench_maskprior (what tools/bench_gpu.py times with) on the emulated binary, a tiny add3 model
+    // logging every 2 steps, once under each MASKPRIOR_EMU_CUBLASLT
+    const std::string script = TMP_PREFIX + "bench-refuse.py";
+    std::ofstream(script) << R"(import os, sys
+sys.path.insert(0, "tools")
+import bench
+args = ("--task add3 --max-test 32 --device cuda --width 16 --layers 1 --heads 2 --head-size 8 --mlp 16 "
+        "--batch 32 --matmul-kernel 2").split()
+for refusal in ("ok", "no-algorithm", "not-supported"):
+    os.environ["MASKPRIOR_EMU_CUBLASLT"] = refusal
+    try:
+        rates, _, _ = bench.bench_maskprior(args, 0.1, 2, refuse=bench.MATMUL_FALLBACK_NOTE, threads=1)
+        print(refusal, "timed", len(rates) >= 3)
+    except bench.Refused as note:
+        print(refusal, "refused:", note)
+)";
+    CommandResult r = run_command("MASKPRIOR_BENCH_BINARY=" + GPU_BINARY + " ${MASKPRIOR_PYTHON:-python3} " + script);
+    CHECK(r.exit_code == 0);
+    std::istringstream text(r.out);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(text, line);) lines.push_back(line);
+    REQUIRE(lines.size() == 3);
+    CHECK(lines[0] == "ok timed True");
+    CHECK(lines[1].rfind("no-algorithm refused: maskprior: note: cuBLASLt " + NO_ALGORITHM + " for ", 0) == 0);
+    CHECK(lines[2].rfind("not-supported refused: maskprior: note: cuBLASLt " + REFUSED + " for ", 0) == 0);
+    remove(script.c_str());
 }
 #endif
