@@ -11,7 +11,8 @@
 #   make check      everything that needs no GPU: make test, then the emulated GPU tests and the
 #                   command line under the sanitizers, the five planted bugs the emulation must
 #                   catch, the same run's bytes from two vector widths, runs killed and continued,
-#                   every parser's fuzzer for a few seconds, the schedulers (CI runs this)
+#                   every parser's fuzzer for a few seconds, the schedulers, gpu-check's way of
+#                   running the GPU tests on a planted crash (CI runs this)
 #   make HOST_MARCH=x86-64-v3  the host code for any AVX2 CPU (default native); CPU_REFERENCE=1
 #                   the plain reference loops on the CPU in place of the fast paths (same bits)
 #   make ARCH=80    GPU code for another compute capability (default: this machine's GPU, else 90)
