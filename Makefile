@@ -37,10 +37,12 @@
 #                   at 20 random moments each, each continued with --continue, must end bit-identical
 #                   to an uninterrupted run
 #   make test-large the logits' kernels past 2^31 floats (a GPU with ~18 GB; also in gpu-check-full)
-#   make gpu-check  on a GPU, at most 6 minutes: the GPU tests at every kernel version, the kernel tests
-#                   under compute-sanitizer's four tools, the kernel lab, the paper-size model profiled
-#                   with the default and the fastest kernels, the PyTorch timing; then which defaults
-#                   to switch. make gpu-check-full: the paper-size runs and the whole suite (docs/gpu.md)
+#   make gpu-check  on a GPU, at most 6 minutes: a short run of each task family, the GPU tests at every
+#                   kernel version and the kernel tests under compute-sanitizer's four tools (a process
+#                   per test file, so that a crash ends only its own), the kernel lab, the paper-size
+#                   model profiled with the default and the fastest kernels, the PyTorch timing; then
+#                   which defaults to switch. make gpu-check-full: the paper-size runs and the whole
+#                   suite (docs/gpu.md)
 #   make ptxas-report  every kernel's registers, stack and spills from ptxas, in dev/ptxas-report.txt
 #   make dev        the kernel lab (dev/): every version of a kernel checked and timed; make dev-emulated
 #                   the same programs on the CPU emulation (correctness only)
