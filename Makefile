@@ -12,7 +12,8 @@
 #   make check      everything that needs no GPU: make test, then the emulated GPU tests and the
 #                   command line under the sanitizers, the five planted bugs the emulation must
 #                   catch, the same run's bytes from two vector widths, runs killed and continued,
-#                   every parser's fuzzer for a few seconds, the schedulers (CI runs this)
+#                   every parser's fuzzer for a few seconds, the schedulers, gpu-check's way of
+#                   running the GPU tests on a planted crash (CI runs this)
 #   make HOST_MARCH=x86-64-v3  the host code for any AVX2 CPU (default native); CPU_REFERENCE=1
 #                   the plain reference loops on the CPU in place of the fast paths (same bits)
 #   make ARCH=80    GPU code for another compute capability (default: this machine's GPU, else 90)
@@ -37,10 +38,12 @@
 #                   at 20 random moments each, each continued with --continue, must end bit-identical
 #                   to an uninterrupted run
 #   make test-large the logits' kernels past 2^31 floats (a GPU with ~18 GB; also in gpu-check-full)
-#   make gpu-check  on a GPU, at most 6 minutes: the GPU tests at every kernel version, the kernel tests
-#                   under compute-sanitizer's four tools, the kernel lab, the paper-size model profiled
-#                   with the default and the fastest kernels, the PyTorch timing; then which defaults
-#                   to switch. make gpu-check-full: the paper-size runs and the whole suite (docs/gpu.md)
+#   make gpu-check  on a GPU, at most 6 minutes: a short run of each task family, the GPU tests at every
+#                   kernel version and the kernel tests under compute-sanitizer's four tools (a process
+#                   per test file, so that a crash ends only its own), the kernel lab, the paper-size
+#                   model profiled with the default and the fastest kernels, the PyTorch timing; then
+#                   which defaults to switch. make gpu-check-full: the paper-size runs and the whole
+#                   suite (docs/gpu.md)
 #   make ptxas-report  every kernel's registers, stack and spills from ptxas, in dev/ptxas-report.txt
 #   make dev        the kernel lab (dev/): every version of a kernel checked and timed; make dev-emulated
 #                   the same programs on the CPU emulation (correctness only)

@@ -27,7 +27,20 @@
 // Sums run over k in order, in float, the epilogue after; the bias gradients sum in order too.
 // The compute type (TF32 or not) is recorded, not emulated: the products are fp32. So is the
 // preference (workspace, reduction schemes, alignments): the heuristic returns one algorithm for
-// any product the emulation can run, which needs no workspace. A call runs on the stream it is given: at once,
+// any product the emulation can run, which needs no workspace, unless told otherwise:
+//   MASKPRIOR_EMU_CUBLASLT (read once, at the first heuristic call) plays a library that turns
+//   the program down, so that its fallback to matmul version 1 (layers/matmul_lt.cuh) runs:
+//     ok             (or unset) every product gets an algorithm, and every call runs
+//     no-algorithm   the heuristic has none for any product: CUBLAS_STATUS_NOT_SUPPORTED,
+//                    returnedAlgoCount 0 ("no heuristic function available for current configuration")
+//     not-supported  the heuristic answers, but cublasLtMatmul refuses every call whose descriptor,
+//                    layouts, scalars and algorithm are valid with CUBLAS_STATUS_NOT_SUPPORTED ("the
+//                    current implementation on the selected device doesn't support the configured
+//                    operation"), having run nothing and, during a capture, recorded nothing
+//   Neither refusal says a line: the library says nothing either, and the program's note does.
+//   Anything else stops the program with one line on stderr. The GPU tests set it in-process
+//   (emu::lt_refusal()).
+// A call runs on the stream it is given: at once,
 // or recorded while that stream captures a graph (emu/streams.h), with the descriptors' values and
 // the host scalars read at the call. Bad arguments return CUBLAS_STATUS_INVALID_VALUE and an
 // operand that is not device memory, or reaches past its cudaMalloc block,
@@ -35,6 +48,8 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -304,8 +319,45 @@ inline float lt_gelu_derivative(float x) {
 
 }  // namespace emu
 
+// cuBLAS's status for an operation it does not support (cublas_api.h's value): emu/cublas_emulation.h
+// lists the statuses its own calls return, and only cuBLASLt's refusals below return this one
+constexpr cublasStatus_t CUBLAS_STATUS_NOT_SUPPORTED = (cublasStatus_t)15;
+
+namespace emu {
+
+// How cuBLASLt turns the program down (the header: MASKPRIOR_EMU_CUBLASLT)
+enum class LtRefusal { none, no_algorithm, not_supported };
+
+// text as MASKPRIOR_EMU_CUBLASLT: ok, no-algorithm or not-supported; false for anything else
+inline bool parse_lt_refusal(const std::string& text, LtRefusal* refusal) {
+    if (text == "ok") *refusal = LtRefusal::none;
+    else if (text == "no-algorithm") *refusal = LtRefusal::no_algorithm;
+    else if (text == "not-supported") *refusal = LtRefusal::not_supported;
+    else return false;
+    return true;
+}
+
+// The refusal of every heuristic and matmul call: MASKPRIOR_EMU_CUBLASLT, read once, none when
+// unset; a bad value stops the program with one line on stderr. The GPU tests set it in turn.
+inline LtRefusal& lt_refusal() {
+    static LtRefusal chosen = [] {
+        LtRefusal r = LtRefusal::none;
+        const char* text = getenv("MASKPRIOR_EMU_CUBLASLT");
+        if (text && !parse_lt_refusal(text, &r)) {
+            fprintf(stderr, "CUDA emulation: MASKPRIOR_EMU_CUBLASLT=%s: expected ok, no-algorithm or not-supported\n",
+                    text);
+            exit(2);
+        }
+        return r;
+    }();
+    return chosen;
+}
+
+}  // namespace emu
+
 // One algorithm for any product the emulation can run (it needs no workspace), or
-// CUBLAS_STATUS_INVALID_VALUE with a line when the arguments do not fit.
+// CUBLAS_STATUS_INVALID_VALUE with a line when the arguments do not fit; none under
+// MASKPRIOR_EMU_CUBLASLT=no-algorithm (CUBLAS_STATUS_NOT_SUPPORTED, no result returned).
 inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
                                                      cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                                                      cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
@@ -318,6 +370,8 @@ inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cu
     emu::LtShape shape;
     const std::string why = emu::lt_shape(desc, a, b, c, d, &shape);
     if (!why.empty()) return emu::lt_failure("cublasLtMatmulAlgoGetHeuristic", CUBLAS_STATUS_INVALID_VALUE, why);
+    *returned = 0;
+    if (emu::lt_refusal() == emu::LtRefusal::no_algorithm) return CUBLAS_STATUS_NOT_SUPPORTED;
     results[0] = cublasLtMatmulHeuristicResult_t{};
     results[0].algo.data[0] = (uint64_t)++handle->algorithms_given;
     results[0].workspaceSize = 0;
@@ -339,6 +393,7 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
     if (!why.empty()) return emu::lt_failure(call, CUBLAS_STATUS_INVALID_VALUE, why);
     if (!alpha || !beta || !algo)
         return emu::lt_failure(call, CUBLAS_STATUS_INVALID_VALUE, "no alpha, no beta or no algorithm");
+    if (emu::lt_refusal() == emu::LtRefusal::not_supported) return CUBLAS_STATUS_NOT_SUPPORTED;  // nothing run
     if (s.m == 0 || s.n == 0) return CUBLAS_STATUS_SUCCESS;
     const float alpha_value = *(const float*)alpha, beta_value = *(const float*)beta;
     const uint32_t epilogue = desc->epilogue;

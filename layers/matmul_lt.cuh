@@ -53,11 +53,20 @@
 // captured only at the second use of its shape (layers/graph.cuh), so every key of the work has
 // been seen outside a capture. A capture records cublasLtMatmul's work with the pointers of its
 // call, as it records a launch.
+// A refusal can still come first during a capture (a library that refuses a plan it ran before).
+// NOT_SUPPORTED refuses the configuration, before any work: the emulation's puts nothing on the
+// stream, and the library's is taken to do the same. Version 1's calls for that product, which
+// allocate nothing (cuBLAS's handle and workspace, and the column sums' scratch, are made at
+// set-up) and wait for nothing, are then recorded where its work would have been: the graph is
+// whole, every product in it once, by one path or the other, and it replays what a call-by-call
+// run now computes. The emulated tests capture work whose every plan is refused only inside the
+// capture, and hold the replay to version 1's bits (tests/test_gpu_matmul.cu).
 #pragma once
 #include <array>
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include "layers/common.cuh"  // Kernels, gpu_stream, cublasCheck, cudaCheck, launch_kernel, profiler
 
@@ -84,6 +93,8 @@ struct MatmulLt {
     void* workspace = nullptr;       // MATMUL_LT_WORKSPACE_BYTES
     float* bias_gradient = nullptr;  // the scratch the BGRAD epilogues store into
     std::map<MatmulLtKey, MatmulLtPlan>& plans = *new std::map<MatmulLtKey, MatmulLtPlan>();
+    // the fallback notes printed: two keys that differ only in their pointers' alignments say one
+    std::set<std::string>& notes = *new std::set<std::string>();
 };
 
 inline MatmulLt& matmul_lt() {
@@ -163,13 +174,24 @@ inline MatmulLtPlan matmul_lt_plan(bool tf32, cublasLtEpilogue_t epilogue, cubla
     return plan;
 }
 
+// The line on stderr when cuBLASLt turns a product down (`why`) and version 1 runs it in its place,
+// once per line (tools/bench_gpu.py refuses a version-2 timing that printed one)
+inline void lt_fallback_note(const char* why, const char* what, int m, int n, int k) {
+    char note[512];
+    snprintf(note, sizeof note, "maskprior: note: cuBLASLt %s for %s at m %d, n %d, k %d: matmul version 1 runs it",
+             why, what, m, n, k);
+    if (matmul_lt().notes.insert(note).second) fprintf(stderr, "%s\n", note);
+}
+
 // One product through cublasLtMatmul on gpu_stream(): C = op(A) op(B) + beta C, alpha 1, then
 // `epilogue`. Column-major, sizes, ops and leading dimensions as cublasSgemm's (layers/matmul.cuh):
 // A (m,k) stored as op_a says, B (k,n) likewise, C (m,n); `bias` at BIAS_POINTER, the bias read or
 // where a bias gradient is stored (m floats; n for BGRADB); `aux` (m,n), leading dimension aux_ld,
 // at EPILOGUE_AUX_POINTER. `what` names the product and its epilogue in --profile's table.
-// Returns false, having run nothing, where cuBLASLt has no algorithm for it (said once on stderr):
-// the caller then runs version 1's way.
+// Returns false, having run nothing, where cuBLASLt has no algorithm for it, or where cublasLtMatmul
+// refuses the plan with CUBLAS_STATUS_NOT_SUPPORTED (each said on stderr, and the key's plan marked
+// so that later calls do not ask again): the caller then runs version 1's way. Any other status is
+// a bug and stops the program (cublasCheck).
 inline bool lt_matmul(const Kernels& kernels, const char* what, cublasLtEpilogue_t epilogue, cublasOperation_t op_a,
                       cublasOperation_t op_b, int m, int n, int k, const float* A, int lda, const float* B, int ldb,
                       float beta, float* C, int ldc, const float* bias = nullptr, const float* aux = nullptr,
@@ -186,11 +208,9 @@ inline bool lt_matmul(const Kernels& kernels, const char* what, cublasLtEpilogue
     if (found == lt.plans.end()) {
         found = lt.plans.emplace(key, matmul_lt_plan(kernels.tf32, epilogue, op_a, op_b, m, n, k, A, lda, B, ldb, C,
                                                      ldc, bias, aux, aux_ld)).first;
-        if (!found->second.ok)
-            fprintf(stderr, "maskprior: note: cuBLASLt has no algorithm for %s at m %d, n %d, k %d: matmul version 1 "
-                    "runs it\n", what, m, n, k);
+        if (!found->second.ok) lt_fallback_note("has no algorithm", what, m, n, k);
     }
-    const MatmulLtPlan& plan = found->second;
+    MatmulLtPlan& plan = found->second;
     if (!plan.ok) return false;
     // this call's pointers (the plan may have been made with another call's, of the same alignment)
     const void *bias_pointer = bias, *aux_pointer = aux;
@@ -211,9 +231,20 @@ inline bool lt_matmul(const Kernels& kernels, const char* what, cublasLtEpilogue
                          !GPU_EMULATED);
     }
     const float one = 1.0f;
-    cublasCheck(cublasLtMatmul(lt.handle, plan.desc, &one, A, plan.a, B, plan.b, &beta, C, plan.c, C, plan.c,
-                               &plan.algo, lt.workspace, MATMUL_LT_WORKSPACE_BYTES, gpu_stream()));
+    const cublasStatus_t status = cublasLtMatmul(lt.handle, plan.desc, &one, A, plan.a, B, plan.b, &beta, C, plan.c,
+                                                 C, plan.c, &plan.algo, lt.workspace, MATMUL_LT_WORKSPACE_BYTES,
+                                                 gpu_stream());
     if (recording) profiler().end();
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
+        plan.ok = false;  // from now on this key runs version 1's way without asking
+        lt_fallback_note("refused the plan (CUBLAS_STATUS_NOT_SUPPORTED)", what, m, n, k);
+        if (recording) {  // the table keeps the call, which did nothing on the device
+            profiler().calls.back().name += ": refused";
+            profiler().calls.back().cost = LaunchCost{};
+        }
+        return false;
+    }
+    cublasCheck(status);
     return true;
 }
 

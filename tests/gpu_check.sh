@@ -6,10 +6,16 @@
 #      (built elsewhere with `make maskprior tests/unit_tests dev ARCH=90 HOST_MARCH=x86-64-v3`
 #      and carried along)
 # The quick tier (make gpu-check), at most TIER_SECONDS (default 340) after the build:
-#   1. at once: the GPU test cases (every kernel at every attention version and with
+#   1. a short run of each task family on the GPU (Boolean maj3, arithmetic add3, images: Fashion-
+#      MNIST when installed, else a tiny folder written here; language: $LM_DIR, else the fixture
+#      text as bytes; a family without its data is skipped with a line), a process and a row each;
+#      then at once: the GPU test cases (every kernel at every attention version and with
 #      --fast-kernels against the CPU, whole training steps GPU vs CPU, a short run that learns),
 #      and the kernel tests (the cases named "GPU ...") under compute-sanitizer memcheck,
-#      racecheck, synccheck and initcheck (a runtime that refuses the tool: "refused")
+#      racecheck, synccheck and initcheck (a runtime that refuses the tool: "refused"). The test
+#      cases run through tests/gpu_tests_isolated.sh, a process per test file, so that a crash (a
+#      signal, a sticky CUDA error) ends only its file's process: that file's cases then run one
+#      process each, the crashed one is named, and every other file still runs and reports
 #   2. the kernel lab (dev/): every attention and matmul version checked against the CPU and timed
 #   3. the paper-size 2parity model under --profile 2 (a per-kernel table): the default kernels,
 #      the fastest (--attention-kernel 3 --fast-kernels), and the fastest with --matmul-kernel 2
@@ -17,6 +23,9 @@
 #   4. the paper-size training step against PyTorch eager, torch.compile and its reduce-overhead
 #      mode (tools/bench_gpu.py --paper: about 2 min, up to 3.5, an estimate), the attention
 #      layer alone against eager, torch.compile and FlexAttention (tools/bench_attention.py)
+#   A --matmul-kernel 2 profile or timing fails where cuBLASLt turned a product down and matmul
+#   version 1 ran it (its note on stderr, layers/matmul_lt.cuh): it would be version 1's under
+#   version 2's name.
 # The full tier (--full, make gpu-check-full), at most TIER_SECONDS (default 570) after the build:
 #   5. the make-run size's training step against the same peers (tools/bench_gpu.py --small);
 #      paper-size runs: GOTU's model on 2parity, 5 epochs, default and mask init, and the mask
@@ -24,7 +33,8 @@
 #      steps), default and mask; ViT-Tiny, mask init, 300 steps on CIFAR-10 (data/cifar10-jpeg or
 #      $CIFAR10_DIR, else Fashion-MNIST); a language model (C 384, L 6, T 256) with the ALiBi-shaped
 #      mask, 300 steps on $LM_DIR (default data/tinystories-sample-bpe1024), then 100 sampled tokens
-#   6. the logits' kernels past 2^31 floats (~18 GB of GPU memory), and the whole test suite
+#   6. the logits' kernels past 2^31 floats (~18 GB of GPU memory), and the whole test suite (a
+#      process per test file, as in step 1)
 # Each result is printed as it comes; then a summary table and the verdict on the defaults. A step
 # has its own time limit, cut to what is left of the tier; one that cannot start in time is "NOT
 # RUN". Logs go to $OUT (default /tmp/maskprior-gpu-check), packed at the end into $OUT/logs.tar.gz.
@@ -80,6 +90,28 @@ tests_row() {
     elif [ "$3" = 0 ]; then record "$1" "FAILED: no GPU, its GPU cases skipped"; bad_logs="$bad_logs $2"
     else grep -E "ERROR|FATAL|version :=|test cases:" "$2" | head -20; failed "$1" "$3" "$2"; fi
 }
+# isolated_row NAME LOG RC: the row of a tests/gpu_tests_isolated.sh run (after timed), whose parts'
+# logs are in LOG's name without .log: its summary, ok when RC is 0 on a GPU (without one every GPU
+# case is skipped: exit 77, or CPU cases alone ran). A failure keeps LOG and the parts' logs.
+isolated_row() {
+    summary=$(sed -n 's/^gpu_tests_isolated: //p' "$2" | tail -1)
+    grep -E '^ *(ok|FAILED|CRASHED|NOT RUN) ' "$2"
+    if [ "$3" = 0 ] && [ $NO_GPU = 0 ]; then record "$1" "ok, $summary"; return; fi
+    if [ "$3" = 0 ] || [ "$3" = 77 ]; then record "$1" "FAILED: no GPU, its GPU cases skipped"
+    elif [ "$3" = 124 ] || [ "$3" = 125 ]; then failed "$1" "$3"
+    else record "$1" "FAILED (exit $3)${summary:+: $summary}"; fi
+    bad_logs="$bad_logs $2 ${2%.log}/*.log"
+}
+# the note a --matmul-kernel 2 run prints where cuBLASLt turned a product down (layers/matmul_lt.cuh)
+FALLBACK_NOTE="maskprior: note: cuBLASLt .* matmul version 1 runs it"
+# bench_row NAME LOG RC: the row of a tools/bench_gpu.py run (after timed): its last line, the
+# summary, or the FAILED line it ends with when a row of its tables failed (a fallen-back timing)
+bench_row() {
+    if [ "$3" = 0 ]; then record "$1" "$(tail -1 "$2")"
+    elif [ "$3" = 1 ] && tail -1 "$2" | grep -q '^FAILED: '; then
+        record "$1" "$(tail -1 "$2")"; bad_logs="$bad_logs $2"
+    else failed "$1" "$3" "$2"; fi
+}
 # metrics RUN_DIR KEY...: each KEY and its value (a list: every layer's) from the run's metrics.json, and its time
 metrics() {
     $PY -c 'import json, sys
@@ -109,17 +141,63 @@ PAPER="$PAPER --lr 1e-5 --wd 1e-3 --batch 256"
 FASTEST="--attention-kernel 3 --fast-kernels"
 
 if [ $FULL = 0 ]; then
-    echo "== 1. the GPU test cases, and the kernel tests under compute-sanitizer's four tools, at once"
+    echo "== 1. a short run of each task family; the GPU test cases and the kernel tests under compute-sanitizer"
     sanitizer=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
     tools="memcheck racecheck synccheck initcheck"
-    # five processes on 16 cores: the CPU references' OpenMP threads shared out
+    # the sanitizers first, in the background (the kernels run slowest under their tools): five
+    # runners on 16 cores with the test cases' below, the CPU references' OpenMP threads shared out.
+    # Each runner stops starting files 5 s before its limit, so that it still prints its summary.
     for tool in $tools; do
-        ( timed 120 "$OUT/sanitizer-$tool.log" env OMP_NUM_THREADS=3 "$sanitizer" --tool $tool --error-exitcode 9 \
-              ./tests/unit_tests --no-intro=true -tc="GPU *"
+        [ -x "$sanitizer" ] || break
+        ( lim=$(limit 120)
+          timed 120 "$OUT/sanitizer-$tool.log" env OMP_NUM_THREADS=3 sh tests/gpu_tests_isolated.sh \
+              --each 100 --total $((lim > 5 ? lim - 5 : 0)) --logs "$OUT/sanitizer-$tool" \
+              --wrap "$sanitizer --tool $tool --error-exitcode 9" ./tests/unit_tests "GPU *"
           echo $? $LIMIT > "$OUT/sanitizer-$tool.rc" ) &
     done
-    timed 120 "$OUT/tests-gpu.log" env OMP_NUM_THREADS=3 ./tests/unit_tests --no-intro=true -tc="*GPU*"
-    tests_row "unit tests (GPU cases)" "$OUT/tests-gpu.log" $?
+    # each task family's first steps on the GPU, a process each: the whole path of each, at a tiny size
+    SMALL="--device cuda --width 16 --layers 1 --heads 2 --head-size 8 --mlp 16 --batch 32 --steps 5 --eval-every 5"
+    fashion=${FASHION_DIR:-/usr/share/datasets/fashion-mnist}
+    [ -d fashion-mnist ] && fashion=fashion-mnist
+    if [ -f "$fashion/t10k-labels-idx1-ubyte.gz" ] || [ -f "$fashion/t10k-labels-idx1-ubyte" ]; then
+        images="--task fashion-mnist --data-dir $fashion --patch 7"
+    else  # two classes of 8x8 BMP images, 8 to train and 4 to test each
+        images="--task images --data-dir $OUT/tiny-images --patch 4"
+        $PY - "$OUT/tiny-images" <<'EOF' || images=""
+import os, struct, sys
+for split, count in (("train", 8), ("test", 4)):
+    for c in range(2):
+        os.makedirs("%s/%s/c%d" % (sys.argv[1], split, c), exist_ok=True)
+        for i in range(count):
+            pixels = bytes((40 + 150 * c + 7 * i + j) % 256 for j in range(8 * 8 * 3))
+            head = struct.pack("<2sIHHI", b"BM", 54 + len(pixels), 0, 0, 54)
+            info = struct.pack("<IiiHHIIiiII", 40, 8, 8, 1, 24, 0, len(pixels), 2835, 2835, 0, 0)
+            open("%s/%s/c%d/%d.bmp" % (sys.argv[1], split, c, i), "wb").write(head + info + pixels)
+EOF
+    fi
+    lm_dir=${LM_DIR:-data/tinystories-sample-bpe1024}
+    if [ ! -f "$lm_dir/train.bin" ]; then
+        lm_dir=$OUT/tiny-text
+        $PY data/prepare_text.py --input tests/fixtures/text/tiny.txt --out "$lm_dir" --tokenizer bytes \
+            > "$OUT/tiny-text.log" 2>&1 || lm_dir=""
+    fi
+    for family in Boolean arithmetic images language; do
+        case $family in
+            Boolean) task="--task maj3" key=acc_cube ;;
+            arithmetic) task="--task add3 --max-test 32" key=seq_acc ;;
+            images) task=$images key=acc ;;
+            language) task="${lm_dir:+--task lm --data-dir $lm_dir --seq-len 16 --eval-windows 8}" key=val_loss ;;
+        esac
+        name="short run: $family${task:+ ($(echo $task | cut -d' ' -f2))}"
+        if [ -z "$task" ]; then record "$name" "skipped: no data (neither installed nor written here)"
+        elif timed 30 "$OUT/short-$family.log" ./maskprior $task $SMALL --out "$OUT/short-$family"
+        then record "$name" "ok, $(metrics "$OUT/short-$family" $key)"
+        else rc=$?; tail -5 "$OUT/short-$family.log"; failed "$name" $rc "$OUT/short-$family.log"; fi
+    done
+    lim=$(limit 120)
+    timed 120 "$OUT/tests-gpu.log" env OMP_NUM_THREADS=3 sh tests/gpu_tests_isolated.sh --each 100 \
+        --total $((lim > 5 ? lim - 5 : 0)) --logs "$OUT/tests-gpu" ./tests/unit_tests "*GPU*"
+    isolated_row "unit tests (GPU cases)" "$OUT/tests-gpu.log" $?
     wait
     for tool in $tools; do
         log="$OUT/sanitizer-$tool.log"
@@ -127,7 +205,7 @@ if [ $FULL = 0 ]; then
         if [ ! -x "$sanitizer" ]; then record "compute-sanitizer $tool" "NOT RUN: no compute-sanitizer"
         elif [ "$rc" != 0 ] && grep -q -E "Device not supported|not supported on this|is not supported" "$log"
         then record "compute-sanitizer $tool" "refused by this machine's runtime (not a failure)"
-        else [ "$rc" = 0 ] || tail -20 "$log"; tests_row "compute-sanitizer $tool" "$log" "$rc"; fi
+        else isolated_row "compute-sanitizer $tool" "$log" "$rc"; fi
     done
 
     echo "== 2. the kernel lab: every attention and matmul version, checked and timed"
@@ -143,17 +221,19 @@ if [ $FULL = 0 ]; then
         extra=""
         [ $kernels = fastest ] && extra=$FASTEST
         [ $kernels = graph ] && extra="$FASTEST --matmul-kernel 2 --cuda-graph"
-        if timed 40 "$OUT/profile-$kernels.txt" ./maskprior $PAPER $extra --profile 2
-        then record "profile ($kernels kernels)" "ok (table in $OUT/profile-$kernels.txt)"
-        else failed "profile ($kernels kernels)" $? "$OUT/profile-$kernels.txt"; fi
+        timed 40 "$OUT/profile-$kernels.txt" ./maskprior $PAPER $extra --profile 2
+        rc=$?
+        if [ $rc != 0 ]; then failed "profile ($kernels kernels)" $rc "$OUT/profile-$kernels.txt"
+        elif grep -q "$FALLBACK_NOTE" "$OUT/profile-$kernels.txt"
+        then record "profile ($kernels kernels)" "FAILED: cuBLASLt turned products down, version 1 ran them (its note)"
+        else record "profile ($kernels kernels)" "ok (table in $OUT/profile-$kernels.txt)"; fi
         cat "$OUT/profile-$kernels.txt"
     done
 
     echo "== 4. speed against PyTorch: the training step, then the attention layer alone"
     # its last line: per size and mask variant, maskprior's fastest row over eager, compile, reduce-overhead
-    if timed 210 "$OUT/bench.log" $PY tools/bench_gpu.py --paper
-    then record "speed vs PyTorch" "$(tail -1 "$OUT/bench.log")"
-    else failed "speed vs PyTorch" $?; fi
+    timed 210 "$OUT/bench.log" $PY tools/bench_gpu.py --paper
+    bench_row "speed vs PyTorch" "$OUT/bench.log" $?
     cat "$OUT/bench.log"
     if timed 120 "$OUT/bench-attention.log" $PY tools/bench_attention.py
     then record "attention vs PyTorch" "$(tail -1 "$OUT/bench-attention.log")"
@@ -161,9 +241,8 @@ if [ $FULL = 0 ]; then
     cat "$OUT/bench-attention.log"
 else
     echo "== 5. the make-run size's step against PyTorch; paper-size runs"
-    if timed 150 "$OUT/bench-small.log" $PY tools/bench_gpu.py --small
-    then record "speed vs PyTorch (make-run size)" "$(tail -1 "$OUT/bench-small.log")"
-    else failed "speed vs PyTorch (make-run size)" $?; fi
+    timed 150 "$OUT/bench-small.log" $PY tools/bench_gpu.py --small
+    bench_row "speed vs PyTorch (make-run size)" "$OUT/bench-small.log" $?
     cat "$OUT/bench-small.log"
     echo "   paper-size runs (C 256, L 12, NH 6, HS 64, MLP 256, GOTU's Adam lr 1e-5 wd 1e-3, batch 256, 5 epochs)"
     for run in default mask mask-fastest; do
@@ -217,8 +296,10 @@ else
     echo "== 6. the logits' kernels past 2^31 floats, then the whole test suite (CPU cases on this machine's CPU)"
     timed 60 "$OUT/large.log" env MASKPRIOR_LARGE_TESTS=1 ./tests/unit_tests --no-intro=true -tc="*past 2^31*"
     tests_row "logits past 2^31 floats" "$OUT/large.log" $?
-    timed 300 "$OUT/tests.log" ./tests/unit_tests --no-intro=true
-    tests_row "unit tests (all)" "$OUT/tests.log" $?
+    lim=$(limit 300)
+    timed 300 "$OUT/tests.log" sh tests/gpu_tests_isolated.sh --each 200 --total $((lim > 5 ? lim - 5 : 0)) \
+        --logs "$OUT/tests" ./tests/unit_tests
+    isolated_row "unit tests (all)" "$OUT/tests.log" $?
 fi
 
 echo

@@ -15,7 +15,9 @@
 #       vector widths (tests/march_check.sh), runs killed with SIGKILL and continued
 #       (tests/test_faults.sh), the command-line cases on ./maskprior-sanitize (tests/sanitize.sh
 #       --quick), every parser's fuzzer for a few seconds (tests/fuzz/smoke.sh), the table
-#       scripts' schedulers (tests/test_scheduler.sh), and, with packages from the Python registry
+#       scripts' schedulers (tests/test_scheduler.sh), the way make gpu-check runs the GPU cases, a
+#       process per test file, on a doctest program with a planted crash
+#       (tests/test_gpu_tests_isolated.sh), and, with packages from the Python registry
 #       (tests/python_venv.sh: skipped without it), the official safetensors reader on every kind
 #       of file maskprior writes (tests/test_safetensors_official.sh) and tools/export.py into
 #       timm's VisionTransformer (tests/test_export.sh timm)
@@ -97,6 +99,8 @@ if $check; then
     run_script tests/fuzz/smoke.sh
     echo "== the table scripts' schedulers: JOBS, a Slurm array run locally (tests/test_scheduler.sh)"
     timed "the scheduler test" run_script tests/test_scheduler.sh
+    echo "== gpu-check's runner of the GPU cases, on a planted crash (tests/test_gpu_tests_isolated.sh)"
+    timed "the isolated-runner test" run_script tests/test_gpu_tests_isolated.sh
     echo "== the official safetensors reader (from the Python registry) on every file maskprior writes"
     timed "the official safetensors test" run_script tests/test_safetensors_official.sh
     echo "== tools/export.py into timm's VisionTransformer (from the Python registry): the checkpoint's loss"

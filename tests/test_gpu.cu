@@ -70,6 +70,15 @@ static void expect_close(const char* what, const std::vector<float>& gpu, const 
     }
 }
 
+// log.jsonl and the checkpoint's tensors of a finished run folder
+static std::string run_record(const std::string& dir) {
+    StFile f = safetensors_read(dir + "/model.safetensors");
+    std::string record = read_file(dir + "/log.jsonl");
+    for (const StTensor& t : f.tensors)
+        record += t.name + std::string((const char*)t.data.data(), t.data.size() * sizeof(float));
+    return record;
+}
+
 struct Shape { int B, T, C, OC; };
 static const Shape SHAPES[] = {{3, 7, 13, 29}, {1, 1, 1, 1}, {64, 16, 32, 96}, {256, 16, 256, 768}};
 

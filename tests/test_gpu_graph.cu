@@ -211,15 +211,6 @@ TEST_CASE("forward passes replayed from graphs give the bits of call by call, at
     model_free(replayed);
 }
 
-// log.jsonl and the checkpoint's tensors of a finished run folder
-static std::string run_record(const std::string& dir) {
-    StFile f = safetensors_read(dir + "/model.safetensors");
-    std::string record = read_file(dir + "/log.jsonl");
-    for (const StTensor& t : f.tensors)
-        record += t.name + std::string((const char*)t.data.data(), t.data.size() * sizeof(float));
-    return record;
-}
-
 TEST_CASE("--cuda-graph: a run, and a run killed and continued, write the log and checkpoint of the call-by-call "
           "run" * doctest::skip(NO_GPU)) {
     // add3: a causal model with a loss mask, evaluated by greedy decoding (a forward pass per answer digit)

@@ -1,10 +1,18 @@
 // Matmul version 2 (Kernels::matmul 2, --matmul-kernel 2: cuBLASLt with the bias, GELU and bias
 // gradient fused in; layers/matmul_lt.cuh) against the CPU, against version 1, and against
 // itself: the forward with and without bias, bias + GELU, the backward accumulating onto non-zero
-// gradients, the MLP's fused backward, a run's bits twice, --profile's names, and training steps.
-// Every output starts as NaN, so an entry the library never writes fails. Included after
+// gradients, the MLP's fused backward, a run's bits twice, --profile's names, and training steps;
+// and, on the emulation alone, the fallback to version 1 where cuBLASLt has no algorithm or refuses
+// a plan. Every output starts as NaN, so an entry the library never writes fails. Included after
 // test_gpu.cu, whose helpers it uses; make test runs it on the emulation, make gpu-check on a GPU.
+#include <fcntl.h>   // open: the fallback cases send stderr to a file
+#include <unistd.h>  // dup, dup2
+#include <algorithm>
+#include <fstream>
+#include <functional>
 #include <memory>
+#include <set>
+#include <sstream>
 
 // The default kernels with matmul version v (set up for version 2)
 static Kernels matmul_version(int v) {
@@ -256,3 +264,300 @@ TEST_CASE("matmul version 2 in a captured CUDA graph replays with the bits of th
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
 }
+
+#ifdef MASKPRIOR_CUDA_EMULATION
+// ---- cuBLASLt turning the program down: no algorithm, or a plan refused at cublasLtMatmul ----
+// Only the emulation can be told to refuse (MASKPRIOR_EMU_CUBLASLT, emu/cublaslt_emulation.h), so
+// these cases are built into tests/emulated_tests alone. Version 2 must then run version 1's calls,
+// and give its bits.
+
+// While alive: cuBLASLt refuses as `refusal` says, version 2's plans and its notes said start
+// empty, and stderr goes to a file, whose lines notes() returns; at its end the plans made meanwhile
+// (the refused ones among them) are destroyed and the earlier plans and notes come back, so that no
+// other case meets a key marked refused, and stderr is itself again
+struct LtRefusalScope {
+    emu::LtRefusal saved_refusal = emu::lt_refusal();
+    std::map<MatmulLtKey, MatmulLtPlan> saved_plans;
+    std::set<std::string> saved_notes;
+    const std::string stderr_path = TMP_PREFIX + "lt-refusal-stderr";
+    int saved_stderr;
+    explicit LtRefusalScope(emu::LtRefusal refusal) {
+        matmul_lt_setup();
+        emu::lt_refusal() = refusal;
+        saved_plans.swap(matmul_lt().plans);
+        saved_notes.swap(matmul_lt().notes);
+        fflush(stderr);
+        saved_stderr = dup(2);
+        const int file = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(file, 2);
+        close(file);
+    }
+    std::vector<std::string> notes() const {
+        fflush(stderr);
+        std::istringstream text(read_file(stderr_path));
+        std::vector<std::string> lines;
+        for (std::string line; std::getline(text, line);) lines.push_back(line);
+        return lines;
+    }
+    ~LtRefusalScope() {
+        fflush(stderr);
+        dup2(saved_stderr, 2);
+        close(saved_stderr);
+        remove(stderr_path.c_str());
+        for (auto& [key, plan] : matmul_lt().plans) {
+            cublasLtMatmulDescDestroy(plan.desc);
+            for (cublasLtMatrixLayout_t layout : {plan.a, plan.b, plan.c}) cublasLtMatrixLayoutDestroy(layout);
+        }
+        saved_plans.swap(matmul_lt().plans);
+        saved_notes.swap(matmul_lt().notes);
+        emu::lt_refusal() = saved_refusal;
+    }
+};
+
+// Every line of `lines` is version 2's fallback note for `why`, and none comes twice
+static void expect_notes(const std::vector<std::string>& lines, const std::string& why) {
+    std::set<std::string> seen;
+    for (const std::string& line : lines) {
+        CAPTURE(line);
+        CHECK(line.rfind("maskprior: note: cuBLASLt " + why + " for ", 0) == 0);
+        CHECK(line.find(": matmul version 1 runs it") != std::string::npos);
+        CHECK(seen.insert(line).second);
+    }
+}
+
+// ... and there is one for each product refused (plans of the same product and sizes, whose pointers
+// differ in alignment, share theirs)
+static void expect_one_note_per_product(const std::vector<std::string>& lines, const std::string& why) {
+    expect_notes(lines, why);
+    CHECK(lines.size() == matmul_lt().notes.size());
+    CHECK(!lines.empty());
+    CHECK(lines.size() <= matmul_lt().plans.size());
+}
+
+static const std::string NO_ALGORITHM = "has no algorithm", REFUSED = "refused the plan (CUBLAS_STATUS_NOT_SUPPORTED)";
+
+static bool every_plan_refused() {
+    for (const auto& [key, plan] : matmul_lt().plans)
+        if (plan.ok) return false;
+    return !matmul_lt().plans.empty();
+}
+
+// Every call version 2 makes, on one layer's buffers (N 18, C 24, OC 40, a multiple of 8, so that the
+// GELU fusions are tried): the forward with bias, bias + GELU, the backward onto random gradients, and
+// the MLP's backward with the layer as its first (its hidden gradients from zero, as the model's)
+struct LayerProducts {
+    static constexpr int N = 18, C = 24, OC = 40;
+    Rng rng{36};
+    GpuBuffer x{random_vector<float>(N * C, rng)}, W{random_vector<float>(OC * C, rng)};
+    GpuBuffer b{random_vector<float>(OC, rng)}, dout{random_vector<float>(N * OC, rng)};
+    GpuBuffer projw{random_vector<float>(C * OC, rng)}, dproj{random_vector<float>(N * C, rng)};
+    // the outputs' starts: o[0..2] out, pre, gelu (NaN); o[3..5] dx, dW, db and o[6..10] the MLP's
+    // dinp, dfcw, dfcb, dprojw, dprojb (random); o[11] dpre (zeros), which dg starts from too
+    const std::vector<float> start[12] = {
+        nan_vector(N * OC), nan_vector(N * OC), nan_vector(N * OC), random_vector<float>(N * C, rng),
+        random_vector<float>(OC * C, rng), random_vector<float>(OC, rng), random_vector<float>(N * C, rng),
+        random_vector<float>(OC * C, rng), random_vector<float>(OC, rng), random_vector<float>(C * OC, rng),
+        random_vector<float>(C, rng), std::vector<float>(N * OC, 0.0f)};
+    std::vector<std::unique_ptr<GpuBuffer>> o;
+    std::unique_ptr<GpuBuffer> dg = std::make_unique<GpuBuffer>(start[11]);
+    LayerProducts() {
+        for (const auto& s : start) o.push_back(std::make_unique<GpuBuffer>(s));
+    }
+    void reset() {  // outside a capture: a copy from the host is not captured work
+        for (int i = 0; i < 12; i++) refill(*o[i], start[i]);
+        refill(*dg, start[11]);
+    }
+    void run(const Kernels& k) {
+        matmul_forward(DEVICE_GPU, k, o[0]->ptr, x.ptr, W.ptr, b.ptr, N, C, OC);
+        matmul_bias_gelu_forward(DEVICE_GPU, k, o[1]->ptr, o[2]->ptr, x.ptr, W.ptr, b.ptr, N, C, OC);
+        matmul_backward(DEVICE_GPU, k, o[3]->ptr, o[4]->ptr, o[5]->ptr, dout.ptr, x.ptr, W.ptr, N, C, OC);
+        mlp_backward(DEVICE_GPU, k, o[6]->ptr, o[7]->ptr, o[8]->ptr, o[11]->ptr, dg->ptr, o[9]->ptr, o[10]->ptr,
+                     dproj.ptr, x.ptr, o[1]->ptr, o[2]->ptr, W.ptr, projw.ptr, N, C, OC);
+    }
+    std::vector<std::vector<float>> results() const {
+        std::vector<std::vector<float>> r;
+        for (const auto& buffer : o) r.push_back(buffer->get());
+        r.push_back(dg->get());
+        return r;
+    }
+};
+
+// the names --profile records for `work`
+static std::vector<std::string> profiled_names(const std::function<void()>& work) {
+    Profiler& p = profiler();
+    p.calls.clear();
+    p.steps.assign(1, ProfiledStep{});
+    p.events_used = 0;
+    p.recording = true;
+    work();
+    p.recording = false;
+    std::vector<std::string> names;
+    for (const ProfiledCall& call : p.calls) names.push_back(call.name);
+    return names;
+}
+
+static int count_starting(const std::vector<std::string>& names, const std::string& prefix) {
+    return (int)std::count_if(names.begin(), names.end(),
+                              [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
+}
+
+TEST_CASE("GPU matmul version 2 where cuBLASLt has no algorithm, or refuses the plan at cublasLtMatmul: version 1 "
+          "runs the product, with its bits, and the key is not asked again") {
+    LayerProducts v1;
+    v1.run(matmul_version(1));
+    const auto want = v1.results();
+    for (emu::LtRefusal refusal : {emu::LtRefusal::no_algorithm, emu::LtRefusal::not_supported}) {
+        const bool at_matmul = refusal == emu::LtRefusal::not_supported;
+        CAPTURE(at_matmul);
+        LtRefusalScope scope(refusal);
+        LayerProducts v2;
+        const std::vector<std::string> first = profiled_names([&] { v2.run(matmul_version(2)); });
+        CHECK(every_plan_refused());
+        // each key asked for once: refused at its first call (kept in the table, at cost 0), or never called
+        const int lt_calls = count_starting(first, "cublasLtMatmul");
+        CHECK(lt_calls == (at_matmul ? (int)matmul_lt().plans.size() : 0));
+        int refused = 0;
+        for (const ProfiledCall& call : profiler().calls) {
+            const size_t n = call.name.size();
+            refused += n > 9 && call.name.compare(n - 9, 9, ": refused") == 0 && call.cost.bytes == 0;
+        }
+        CHECK(refused == lt_calls);
+        CHECK(count_starting(first, "cublasSgemm") > 0);
+        expect_one_note_per_product(scope.notes(), at_matmul ? REFUSED : NO_ALGORITHM);
+        const auto got = v2.results();
+        for (size_t i = 0; i < want.size(); i++) {
+            CAPTURE(i);
+            CHECK(bits_equal(got[i], want[i]));
+        }
+        v2.reset();
+        const std::vector<std::string> again = profiled_names([&] { v2.run(matmul_version(2)); });
+        CHECK(count_starting(again, "cublasLtMatmul") == 0);  // the marked keys go to version 1 at once
+        CHECK(scope.notes().size() == matmul_lt().notes.size());  // and say nothing more
+        CHECK(v2.results() == got);
+    }
+}
+
+TEST_CASE("training steps at matmul version 2 with every plan turned down by cuBLASLt give version 1's bits") {
+    BooleanTask task("cyclic3");
+    Config c;
+    c.V = 3; c.T = 16; c.C = 24; c.L = 2; c.NH = 3; c.HS = 8; c.MLP = 40; c.mask_heads = 3;
+    std::vector<float> init(param_count(c)), y;
+    Rng rng(37);
+    init_default(c, init.data(), rng);
+    std::vector<int> tokens;
+    task_batch(task, 32, tokens, y);
+    // the second versions of the other layers (--fast-kernels), whose bias + GELU kernel the unfused
+    // path runs; the whole-run case below runs the first versions
+    Kernels v1 = matmul_version(1), v2 = matmul_version(2);
+    v1.fast_layers = v2.fast_layers = true;
+    std::vector<float> want, got;
+    const float loss = three_steps(c, DEVICE_GPU, v1, init, tokens.data(), 32, y, want);
+    for (emu::LtRefusal refusal : {emu::LtRefusal::no_algorithm, emu::LtRefusal::not_supported}) {
+        CAPTURE((int)refusal);
+        LtRefusalScope scope(refusal);
+        CHECK(three_steps(c, DEVICE_GPU, v2, init, tokens.data(), 32, y, got) == loss);
+        CHECK(every_plan_refused());
+        expect_one_note_per_product(scope.notes(), refusal == emu::LtRefusal::no_algorithm ? NO_ALGORITHM : REFUSED);
+        CHECK(bits_equal(got, want));
+    }
+}
+
+// What layers/matmul_lt.cuh's "Graphs" paragraph says: every key was seen, and given an algorithm,
+// outside the capture, and cublasLtMatmul refuses each only inside it
+TEST_CASE("a cuBLASLt refusal first met inside a graph capture: version 1's calls are recorded in its place, and "
+          "the graph replays version 1's bits") {
+    LayerProducts v1;
+    v1.run(matmul_version(1));
+    const auto want = v1.results();
+    LtRefusalScope scope(emu::LtRefusal::none);
+    const Kernels v2 = matmul_version(2);
+    LayerProducts p;
+    GraphCache graphs;
+    graphs.run("layers", [&] { p.run(v2); });  // call by call: every plan made, cuBLASLt runs them
+    REQUIRE(!matmul_lt().plans.empty());
+    for (const auto& [key, plan] : matmul_lt().plans) CHECK(plan.ok);
+    CHECK(scope.notes().empty());
+    emu::lt_refusal() = emu::LtRefusal::not_supported;
+    for (int use = 2; use <= 3; use++) {  // captured and launched; then replayed
+        CAPTURE(use);
+        p.reset();
+        graphs.run("layers", [&] { p.run(v2); });
+        REQUIRE(cudaStreamSynchronize(gpu_stream()) == cudaSuccess);
+        REQUIRE(graphs.by_shape["layers"].exec != nullptr);
+        CHECK(every_plan_refused());
+        expect_one_note_per_product(scope.notes(), REFUSED);  // each said during the capture
+        const auto got = p.results();
+        for (size_t i = 0; i < want.size(); i++) {
+            CAPTURE(i);
+            CHECK(bits_equal(got[i], want[i]));
+        }
+    }
+    graphs.clear();
+}
+
+TEST_CASE("MASKPRIOR_EMU_CUBLASLT: a --matmul-kernel 2 run that cuBLASLt turns down writes the log and checkpoint "
+          "of --matmul-kernel 1, each product's note once; a bad value stops it with one line") {
+    emu::LtRefusal parsed;
+    CHECK((emu::parse_lt_refusal("ok", &parsed) && parsed == emu::LtRefusal::none));
+    CHECK((emu::parse_lt_refusal("no-algorithm", &parsed) && parsed == emu::LtRefusal::no_algorithm));
+    CHECK((emu::parse_lt_refusal("not-supported", &parsed) && parsed == emu::LtRefusal::not_supported));
+    for (const char* bad : {"", "OK", "none", "not_supported", "no-algorithm "})
+        CHECK_FALSE(emu::parse_lt_refusal(bad, &parsed));
+    // add3 (MLP 16, a multiple of 8: the fused GELU products too), two evaluations of greedy decoding
+    const std::string run = GPU_BINARY + " --device cuda --task add3 --max-test 32 --init mask --width 16 --layers 1 "
+                            "--heads 2 --head-size 8 --mlp 16 --batch 32 --steps 4 --eval-every 2 ";
+    const std::string dir = TMP_PREFIX + "lt-refused-";
+    REQUIRE(run_command(run + "--matmul-kernel 1 --out " + dir + "v1").exit_code == 0);
+    const std::string want = run_record(dir + "v1");
+    struct Refused { const char* env; const char* flags; const std::string& why; };
+    for (Refused r : {Refused{"no-algorithm", "", NO_ALGORITHM}, Refused{"not-supported", "", REFUSED},
+                      Refused{"not-supported", "--cuda-graph ", REFUSED}}) {
+        CAPTURE(r.env); CAPTURE(r.flags);
+        const std::string out = dir + r.env + (*r.flags ? "-graph" : "");
+        CommandResult c = run_command(std::string("MASKPRIOR_EMU_CUBLASLT=") + r.env + " " + run +
+                                      "--matmul-kernel 2 " + r.flags + "--out " + out, true);
+        REQUIRE_MESSAGE(c.exit_code == 0, c.out);
+        CHECK(run_record(out) == want);
+        // stderr holds the notes alone, one line per product, none twice
+        std::istringstream text(c.out);
+        std::vector<std::string> lines;
+        for (std::string line; std::getline(text, line);) lines.push_back(line);
+        expect_notes(lines, r.why);
+        CHECK(lines.size() >= 4);  // at least the forward, the bias + GELU, and the backward's two products
+    }
+    CommandResult bad = run_command("MASKPRIOR_EMU_CUBLASLT=sometimes " + run + "--matmul-kernel 2 --out " + dir +
+                                    "bad", true);
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.out == "CUDA emulation: MASKPRIOR_EMU_CUBLASLT=sometimes: expected ok, no-algorithm or not-supported\n");
+}
+
+TEST_CASE("tools/bench.py stops a --matmul-kernel 2 timing at the note that version 1 ran a product, and times "
+          "the same run where cuBLASLt runs every product") {
+    // bench_maskprior (what tools/bench_gpu.py times with) on the emulated binary, a tiny add3 model
+    // logging every 2 steps, once under each MASKPRIOR_EMU_CUBLASLT
+    const std::string script = TMP_PREFIX + "bench-refuse.py";
+    std::ofstream(script) << R"(import os, sys
+sys.path.insert(0, "tools")
+import bench
+args = ("--task add3 --max-test 32 --device cuda --width 16 --layers 1 --heads 2 --head-size 8 --mlp 16 "
+        "--batch 32 --matmul-kernel 2").split()
+for refusal in ("ok", "no-algorithm", "not-supported"):
+    os.environ["MASKPRIOR_EMU_CUBLASLT"] = refusal
+    try:
+        rates, _, _ = bench.bench_maskprior(args, 0.1, 2, refuse=bench.MATMUL_FALLBACK_NOTE, threads=1)
+        print(refusal, "timed", len(rates) >= 3)
+    except bench.Refused as note:
+        print(refusal, "refused:", note)
+)";
+    CommandResult r = run_command("MASKPRIOR_BENCH_BINARY=" + GPU_BINARY + " ${MASKPRIOR_PYTHON:-python3} " + script);
+    CHECK(r.exit_code == 0);
+    std::istringstream text(r.out);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(text, line);) lines.push_back(line);
+    REQUIRE(lines.size() == 3);
+    CHECK(lines[0] == "ok timed True");
+    CHECK(lines[1].rfind("no-algorithm refused: maskprior: note: cuBLASLt " + NO_ALGORITHM + " for ", 0) == 0);
+    CHECK(lines[2].rfind("not-supported refused: maskprior: note: cuBLASLt " + REFUSED + " for ", 0) == 0);
+    remove(script.c_str());
+}
+#endif

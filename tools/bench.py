@@ -58,6 +58,11 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))  # torch_reference, imported onl
 THREADS = int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count())
 os.environ["OMP_NUM_THREADS"] = str(THREADS)  # before torch loads
 SECONDS = float(os.environ.get("BENCH_SECONDS", "6"))
+# the program timed: ./maskprior, or $MASKPRIOR_BENCH_BINARY (the emulated tests time ./maskprior-emulated)
+BINARY = os.environ.get("MASKPRIOR_BENCH_BINARY") or os.path.join(ROOT, "maskprior")
+# what it prints where cuBLASLt turns a product down and matmul version 1 runs it
+# (layers/matmul_lt.cuh): a --matmul-kernel 2 run that says it times version 1
+MATMUL_FALLBACK_NOTE = r"maskprior: note: cuBLASLt .* matmul version 1 runs it"
 WARMUP_S = float(os.environ.get("BENCH_WARMUP_S", "1"))
 V, LR, MASK_C = 3, 1e-3, 6.0  # V: the Boolean tasks' vocabulary (-1, +1, CLS)
 LM_DATA = os.path.join("data", "tinystories-sample-bpe1024")  # relative to ROOT, where the binary runs
@@ -121,14 +126,19 @@ def maskprior_args(m):
     return args
 
 
-def bench_maskprior(args, seconds=SECONDS, log_every=50, expect="", threads=THREADS):
+class Refused(Exception):
+    """bench_maskprior's answer when a line of the program's output (stdout or stderr) matches its
+    `refuse` pattern: the run is not timing what its flags ask for. The exception's text is the line."""
+
+
+def bench_maskprior(args, seconds=SECONDS, log_every=50, expect="", threads=THREADS, refuse=None):
     """Runs ./maskprior ARGS for very many steps at `threads` OpenMP threads, reads its progress
     lines as they come, and stops it (by its pid) once `seconds` of windows are in after two
     warm-up windows. Returns the windows' steps/s, their step count and the program's first line
     (its device); exits with the program's output when it fails, or when its first line does not
-    match `expect`."""
+    match `expect`; raises Refused, the program stopped, at the first line matching `refuse`."""
     out_dir = tempfile.mkdtemp(prefix="maskprior-bench-")  # in $TMPDIR; its own, so runs at once never collide
-    cmd = [os.path.join(ROOT, "maskprior")] + args + [
+    cmd = [BINARY] + args + [
         "--steps", "1000000", "--eval-every", "1000000", "--log-every", str(log_every), "--out", out_dir]
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -136,8 +146,12 @@ def bench_maskprior(args, seconds=SECONDS, log_every=50, expect="", threads=THRE
     except OSError as e:
         sys.exit("bench: cannot run %s (%s): build it first with make maskprior" % (cmd[0], e))
     first, out, rates, t0 = proc.stdout.readline().strip(), [], [], None
-    for line in proc.stdout if re.search(expect, first) else []:
+    refused = first if refuse and re.search(refuse, first) else None
+    for line in proc.stdout if re.search(expect, first) and not refused else []:
         out.append(line)
+        if refuse and re.search(refuse, line):
+            refused = line.strip()
+            break
         m = re.match(r"step +\d+/\d+ \|.*?\| +([\d.]+) ms/step \|", line)
         if m:
             rates.append(1000.0 / float(m.group(1)))
@@ -148,6 +162,8 @@ def bench_maskprior(args, seconds=SECONDS, log_every=50, expect="", threads=THRE
     proc.terminate()
     proc.wait()
     shutil.rmtree(out_dir, ignore_errors=True)
+    if refused:
+        raise Refused(refused)
     if failed:
         why = "exit %s" % proc.returncode if re.search(expect, first) else "first line not matching %r" % expect
         sys.exit("bench: maskprior failed (%s): %s\n%s\n%s" % (why, " ".join(cmd), first, "".join(out)))

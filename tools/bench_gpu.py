@@ -22,7 +22,11 @@ Rows, for each variant
 - maskprior, --cuda-graph: the training step captured once as a CUDA graph and replayed
 - maskprior, --matmul-kernel 2: cuBLASLt, the bias, GELU and bias gradient fused as epilogues
 - maskprior, faster + graph + matmul 2: the three above together
-  (these four exist only on a GPU: --device cpu leaves them out)
+  (these four exist only on a GPU: --device cpu leaves them out). A --matmul-kernel 2 row whose run
+  says on stderr that cuBLASLt turned a product down and matmul version 1 ran it (layers/matmul_lt.cuh)
+  is not timed: it would be version 1's time under version 2's name. The row says FAILED, the
+  tables and the summary are printed without it, and a last line "FAILED: ..." names each such row
+  and quotes the first note; the script then exits 1 (gpu_check.sh puts that line in its table).
 - PyTorch eager
 - torch.compile: the default mode
 - torch.compile reduce-overhead: the same compiled step, its forward and backward launched as
@@ -86,10 +90,12 @@ NAME_WIDTH = 48  # the implementation column
 
 
 def maskprior_rate(m, init, device, seconds, log_every, extra=()):
+    """(steps/s, first line) of ./maskprior with the flags `extra`; bench.Refused where a product
+    fell back from matmul version 2 to version 1 (bench.MATMUL_FALLBACK_NOTE)."""
     args = ["--task", "2parity", "--init", init, "--device", device, "--wd", str(WD)] + list(extra)
     for key in ("width", "layers", "heads", "head_size", "mlp", "batch", "lr"):
         args += ["--" + key.replace("_", "-"), str(m[key])]
-    rates, _, first = bench.bench_maskprior(args, seconds, log_every)
+    rates, _, first = bench.bench_maskprior(args, seconds, log_every, refuse=bench.MATMUL_FALLBACK_NOTE)
     return statistics.median(rates), first
 
 
@@ -124,13 +130,18 @@ def compiled_rate(make_step, seconds, warmup_s, sync, label):
 
 def measure(m, device, seconds, warmup_s, log_every, sync):
     """One size's rows: {variant: [(name, summary word, steps/s or None)]}, maskprior's first (OURS
-    order), then PyTorch's (PEERS order); and the first line of maskprior's first run (its device)."""
-    rows, first = {v: [] for v in VARIANTS}, ""
+    order), then PyTorch's (PEERS order); the first line of maskprior's first run (its device); and
+    the maskprior rows that fell back to matmul version 1: [(row, its first note)]."""
+    rows, first, fell_back = {v: [] for v in VARIANTS}, "", []
     for name, word, flags in OURS if device == "cuda" else OURS[:1]:  # the CPU has no other kernels
         for v, init in VARIANTS.items():
-            rate, line = maskprior_rate(m, init, device, seconds, log_every, flags)
-            rows[v].append((name, word, rate))
-            first = first or line
+            try:
+                rate, line = maskprior_rate(m, init, device, seconds, log_every, flags)
+                rows[v].append((name, word, rate))
+                first = first or line
+            except bench.Refused as note:
+                rows[v].append(("%s: FAILED, matmul version 1 ran" % name, word, None))
+                fell_back.append(("%s (%s)" % (name, "mask" if v == "layer" else "no mask"), str(note)))
     cfg = {"width": m["width"], "layers": m["layers"], "heads": m["heads"], "head_size": m["head_size"],
            "mlp": m["mlp"], "seq_len": 16, "vocab": 3, "out": 1, "causal": 0, "head_type": "regression"}
 
@@ -148,7 +159,7 @@ def measure(m, device, seconds, warmup_s, log_every, sync):
             else:
                 rate, name = compiled_rate(lambda: make_step(v, mode), seconds, warmup_s, sync, label)
             rows[v].append((name, word, rate))
-    return rows, first
+    return rows, first, fell_back
 
 
 def print_table(size, m, device, rows):
@@ -173,7 +184,7 @@ def fastest_summary(rows):
     ours_words = [word for _, word, _ in OURS]
     parts = []
     for v in VARIANTS:
-        _, word, rate = max((row for row in rows[v] if row[1] in ours_words), key=lambda row: row[2])
+        _, word, rate = max((row for row in rows[v] if row[1] in ours_words and row[2]), key=lambda row: row[2])
         rate_of = {w: r for _, w, r in rows[v]}
         ratios = ["%.2fx %s" % (rate / rate_of[w], w) if rate_of.get(w) else w + " n/a" for w in PEERS]
         parts.append("%s: %s at %.2f ms/step, %s" % ("mask" if v == "layer" else "no mask", word, 1000 / rate,
@@ -198,17 +209,22 @@ def main():
     if opt.device == "cpu":  # as bench.py's main row: OpenBLAS on 1 thread under torch's OpenMP pool
         bench.blas_threads(bench.torch_sgemm_library(torch), 1)
     t_start = time.perf_counter()
-    summaries, first = [], ""
+    summaries, first, failures = [], "", []
     for size in sizes:
         m, seconds, warmup_s, log_every = SIZES[size]
-        rows, first = measure(m, opt.device, seconds, warmup_s, log_every, sync)
+        rows, first, fell_back = measure(m, opt.device, seconds, warmup_s, log_every, sync)
         print_table(size, m, opt.device, rows)  # now, so that a run stopped later still shows it
         summaries.append("%s size, %s" % (size, fastest_summary(rows)))
+        failures += [("%s size, %s" % (size, row), note) for row, note in fell_back]
     device = torch.cuda.get_device_name() if opt.device == "cuda" else "CPU, %d threads" % bench.THREADS
     print("device:    %s" % device)
     print("maskprior: %s" % first.split(": ", 1)[-1])
     print("PyTorch:   %s; the whole benchmark took %.0f s" % (torch.__version__, time.perf_counter() - t_start))
     print("maskprior's fastest row over PyTorch: " + "; ".join(summaries))
+    if failures:
+        print("FAILED: not timed, as cuBLASLt turned products down and matmul version 1 ran them: %s; the first "
+              "note: %s" % ("; ".join(row for row, _ in failures), failures[0][1]))
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,157 @@
+#!/bin/sh
+# tests/gpu_tests_isolated.sh [--each S] [--total S] [--wrap "COMMAND"] [--logs DIR] BINARY [FILTER]
+# Runs a doctest binary's test cases (those whose names match FILTER, doctest's -tc, when given) so
+# that a crash ends only its part and the rest still runs and reports: make gpu-check runs the GPU
+# cases this way (tests/gpu_check.sh, step 1), where one bad kernel can kill the process with a
+# signal, or leave a sticky CUDA error on which cudaCheck exits in the middle of a case.
+#   - the cases are listed (--list-test-cases, XML) and grouped into families, one per source file
+#     (tests/test_gpu_matmul.cu, ...): each family runs in a process of its own (-sf=FILE), so a GPU
+#     session pays one CUDA context per family, not per case;
+#   - a family that ends as doctest ends a run (its "Status:" line, exit 0 or 1) is ok, or FAILED with
+#     its failing cases named; one that dies (a signal, a time limit, an exit before doctest's
+#     summary, as cudaCheck's) is CRASHED, named with the case doctest was in when it can tell, and
+#     then its cases run again one process each (--first=i --last=i), so that each gets its own line;
+#   - one line per part, the output of each part that did not pass, then a summary line.
+# --each S: each process's time limit (default 300); --total S: no process starts after S seconds
+# (default: none), each part's limit cut to what is left; --wrap: a command that runs each process,
+# its words split by the shell (compute-sanitizer --tool memcheck --error-exitcode 9); --logs DIR:
+# keep each part's output there (default: a temporary folder, removed at the end).
+# Exit status: 0 every case passed, 1 some case failed, crashed or did not run, 2 bad arguments or a
+# binary that cannot list its cases, 77 no case to run (every case skipped, as without a GPU).
+# tests/test_gpu_tests_isolated.sh checks it on a binary with a crash planted in one case.
+set -u
+usage() {
+    echo "usage: tests/gpu_tests_isolated.sh [--each S] [--total S] [--wrap COMMAND] [--logs DIR] BINARY [FILTER]" >&2
+    exit 2
+}
+each=300 total="" wrap="" logs=""
+while [ $# -gt 0 ]; do
+    case $1 in
+        --each|--total|--wrap|--logs) [ $# -ge 2 ] || usage ;;
+    esac
+    case $1 in
+        --each) each=$2; shift 2 ;;
+        --total) total=$2; shift 2 ;;
+        --wrap) wrap=$2; shift 2 ;;
+        --logs) logs=$2; shift 2 ;;
+        -*) usage ;;
+        *) break ;;
+    esac
+done
+[ $# -ge 1 ] && [ $# -le 2 ] || usage
+binary=$1 filter=${2:-}
+for n in "$each" ${total:+"$total"}; do
+    case $n in ''|*[!0-9]*) echo "gpu_tests_isolated: a time limit must be whole seconds, got '$n'" >&2; exit 2 ;; esac
+done
+[ -x "$binary" ] || { echo "gpu_tests_isolated: $binary is not an executable" >&2; exit 2; }
+kept=$logs  # the folder named, where the logs stay
+if [ -n "$logs" ]; then mkdir -p "$logs" || exit 2
+else logs=$(mktemp -d); trap 'rm -rf "$logs"' EXIT; fi
+tab=$(printf '\t')
+start=$(date +%s)
+
+# the cases, in doctest's order (by file, then line): "FILE<tab>NAME" a line, XML's escapes undone
+if ! "$binary" --list-test-cases --reporters=xml ${filter:+"-tc=$filter"} > "$logs/list.xml" 2>&1; then
+    echo "gpu_tests_isolated: $binary cannot list its test cases:" >&2
+    head -5 "$logs/list.xml" >&2
+    exit 2
+fi
+sed -n "s|^ *<TestCase name=\"\\(.*\\)\" filename=\"\\([^\"]*\\)\" line=\"[0-9]*\" skipped=\"false\"/>\$|\\2$tab\\1|p" \
+    "$logs/list.xml" |
+    sed 's/&quot;/"/g; s/&apos;/'"'"'/g; s/&lt;/</g; s/&gt;/>/g; s/&amp;/\&/g' > "$logs/cases"
+cases=$(wc -l < "$logs/cases")
+families=$(cut -f1 "$logs/cases" | awk '!seen[$0]++')
+if [ "$cases" = 0 ]; then
+    echo "gpu_tests_isolated: no test case to run in $binary${filter:+ matching '$filter'} (every one skipped?)"
+    exit 77
+fi
+echo "gpu_tests_isolated: $(cases_of $cases) of $binary${filter:+ matching '$filter'}, in $(echo "$families" | wc -l)" \
+     "families, a process each${wrap:+, under $wrap}"
+
+passed=0 failed="" crashed="" not_run=0
+# limit: each's limit, or what is left of --total when that is less (0: none left)
+limit() {
+    if [ -z "$total" ]; then echo "$each"; return; fi
+    left=$((total - ($(date +%s) - start)))
+    if [ $left -le 0 ]; then echo 0; elif [ $left -lt "$each" ]; then echo $left; else echo "$each"; fi
+}
+# part LOG ARGS...: the binary with ARGS (and the filter) in a process of its own, under the limit,
+# its output to LOG; sets rc and how (what ended it: "" for doctest's own end, else why it died)
+part() {
+    log=$1; shift
+    LIMIT=$(limit)
+    if [ "$LIMIT" = 0 ]; then rc=125 how="not run: the $total s were spent"; return; fi
+    timeout -k 10 "$LIMIT" $wrap "$binary" --no-intro=true "$@" ${filter:+"-tc=$filter"} > "$log" 2>&1 < /dev/null
+    rc=$?
+    how=""
+    if [ $rc = 124 ] || [ $rc = 137 ]; then how="timed out after $LIMIT s"
+    elif [ $rc -gt 128 ]; then how="signal $(kill -l $rc 2>/dev/null || echo $((rc - 128)))"
+    elif ! grep -q '^\[doctest\] Status:' "$log"; then how="exit $rc before doctest's summary"; fi
+}
+# show LOG: a part's output, cut at 100 lines, between two marks (naming LOG where it is kept)
+show() {
+    echo "    --- its output${kept:+ ($1)} ---"
+    head -100 "$1"
+    lines=$(wc -l < "$1")
+    [ "$lines" -gt 100 ] && echo "    ... $((lines - 100)) more lines"
+    echo "    --- end of its output ---"
+}
+# "1 case", "N cases"
+cases_of() { if [ "$1" = 1 ]; then echo "1 case"; else echo "$1 cases"; fi; }
+# the cases a finished part's output names as failing, each in quotes, one a line
+failing_cases() { sed -n 's/^TEST CASE:  \(.*\)$/"\1"/p' "$1" | awk '!seen[$0]++'; }
+# the case doctest was in when the process died (its crash report), in quotes, or nothing
+crashed_in() {
+    awk '/^TEST CASE:  / { name = substr($0, 13) } /test case CRASHED/ { print "\"" name "\""; exit }' "$1"
+}
+
+for family in $families; do
+    names=$(awk -F"$tab" -v f="$family" '$1 == f { print $2 }' "$logs/cases")
+    count=$(echo "$names" | wc -l)
+    key=$(echo "$family" | tr -c 'A-Za-z0-9_.\n-' '_')
+    t0=$(date +%s)
+    part "$logs/$key.log" "-sf=$family"
+    if [ $rc = 125 ]; then
+        echo "NOT RUN  $family: $(cases_of $count), $how"
+        not_run=$((not_run + count))
+    elif [ -z "$how" ] && [ $rc = 0 ]; then
+        echo "ok       $family: $(cases_of $count) ($(($(date +%s) - t0)) s)"
+        passed=$((passed + count))
+    elif [ -z "$how" ]; then
+        bad=$(failing_cases "$logs/$key.log" | grep -c .)
+        named=$(failing_cases "$logs/$key.log" | awk '{ printf "%s%s", (NR > 1 ? "; " : ""), $0 }')
+        [ "$bad" = 0 ] && bad=$count  # every case passed doctest's checks, but the process failed (a --wrap tool)
+        echo "FAILED   $family (exit $rc): $bad of $(cases_of $count) failed${named:+: $named}"
+        show "$logs/$key.log"
+        passed=$((passed + count - bad))
+        failed="$failed${named:-$family (exit $rc)}; "
+    else
+        in=$(crashed_in "$logs/$key.log")
+        echo "CRASHED  $family ($how)${in:+ in $in}; its $(cases_of $count) again, a process each:"
+        show "$logs/$key.log"
+        i=0
+        echo "$names" > "$logs/$key.names"
+        while IFS= read -r name; do
+            i=$((i + 1))
+            part "$logs/$key-$i.log" "-sf=$family" "--first=$i" "--last=$i"
+            if [ $rc = 125 ]; then echo "  NOT RUN  \"$name\": $how"; not_run=$((not_run + 1))
+            elif [ -z "$how" ] && [ $rc = 0 ]; then echo "  ok       \"$name\""; passed=$((passed + 1))
+            elif [ -z "$how" ]; then
+                echo "  FAILED   \"$name\" (exit $rc)"
+                show "$logs/$key-$i.log"
+                failed="$failed\"$name\"; "
+            else
+                echo "  CRASHED  \"$name\" ($how)"
+                show "$logs/$key-$i.log"
+                crashed="$crashed\"$name\" ($how); "
+            fi
+        done < "$logs/$key.names"
+    fi
+done
+
+summary="$passed of $(cases_of $cases) passed"
+[ -n "$failed" ] && summary="$summary; FAILED: ${failed%; }"
+[ -n "$crashed" ] && summary="$summary; CRASHED: ${crashed%; }"
+[ $not_run -gt 0 ] && summary="$summary; NOT RUN: $not_run"
+echo "gpu_tests_isolated: $summary ($(($(date +%s) - start)) s)"
+[ "$passed" = "$cases" ]
