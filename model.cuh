@@ -468,8 +468,9 @@ inline void model_forward_pass(Model& model, int rows, bool with_loss) {
 // The mean loss of the last forward pass with a loss, read by the host (on the GPU a copy that
 // waits for the pass)
 inline float model_read_loss(const Model& model) {
-    float loss = *model.mean_loss;
-    if (model.dev == DEVICE_GPU) device_copy(&loss, model.mean_loss, sizeof loss, cudaMemcpyDeviceToHost);
+    if (model.dev == DEVICE_CPU) return *model.mean_loss;
+    float loss;
+    device_copy(&loss, model.mean_loss, sizeof loss, cudaMemcpyDeviceToHost);
     return loss;
 }
 

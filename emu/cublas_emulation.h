@@ -10,19 +10,22 @@
 // strides. Bad sizes return CUBLAS_STATUS_INVALID_VALUE and an operand that is not device
 // memory, or reaches past its cudaMalloc block, CUBLAS_STATUS_EXECUTION_FAILED, each with one
 // line on stderr. Sums run over k in order, in float. The math mode (TF32) is recorded, not
-// emulated: the products are fp32. A call runs on the handle's stream (cublasSetStream): at
-// once, or recorded while that stream captures a graph (emu/streams.h).
+// emulated: the products are fp32. A call is work on the handle's stream (cublasSetStream):
+// queued, to run when the host waits, or recorded while that stream captures a graph
+// (emu/streams.h); the operands are checked and the host scalars read at the call.
 #pragma once
 #include <string>
 #include <vector>
-#include "emu/runtime.h"  // emu::is_device_memory, emu::hex, emu::say
-#include "emu/streams.h"  // emu::stream_work: a call runs on its handle's stream
+#include "emu/device_memory.h"  // emu::is_device_memory
+#include "emu/runtime.h"        // emu::hex, emu::say
+#include "emu/streams.h"        // emu::stream_work: a call runs on its handle's stream
 
 enum cublasStatus_t {
     CUBLAS_STATUS_SUCCESS = 0,
     CUBLAS_STATUS_NOT_INITIALIZED = 1,
     CUBLAS_STATUS_INVALID_VALUE = 7,
     CUBLAS_STATUS_EXECUTION_FAILED = 13,
+    CUBLAS_STATUS_NOT_SUPPORTED = 15,  // only cuBLASLt's refusals return it (emu/cublaslt_emulation.h)
 };
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 };
 enum cublasMath_t {
@@ -117,7 +120,7 @@ inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOpe
     // the product itself is work on the handle's stream: run now, or recorded by a capture, with
     // the scalars read now (host pointers, read at the call, as cuBLAS does)
     const float alpha_value = *alpha, beta_value = *beta;
-    emu::stream_work(handle->stream, [=] {
+    const cudaError_t queued = emu::stream_work(handle->stream, [=] {
         std::vector<float> column(m);  // one column of op(A) op(B), summed over k in order
         for (int batch = 0; batch < batchCount; batch++) {
             const float* a = A + batch * strideA;
@@ -135,8 +138,8 @@ inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOpe
                 }
             }
         }
-    });
-    return CUBLAS_STATUS_SUCCESS;
+    }, "cublasSgemm");
+    return queued == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
 inline cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,

@@ -40,9 +40,9 @@
 //   Neither refusal says a line: the library says nothing either, and the program's note does.
 //   Anything else stops the program with one line on stderr. The GPU tests set it in-process
 //   (emu::lt_refusal()).
-// A call runs on the stream it is given: at once,
-// or recorded while that stream captures a graph (emu/streams.h), with the descriptors' values and
-// the host scalars read at the call. Bad arguments return CUBLAS_STATUS_INVALID_VALUE and an
+// A call is work on the stream it is given: queued, to run when the host waits, or recorded while
+// that stream captures a graph (emu/streams.h), with the descriptors' values and the host scalars
+// read at the call. Bad arguments return CUBLAS_STATUS_INVALID_VALUE and an
 // operand that is not device memory, or reaches past its cudaMalloc block,
 // CUBLAS_STATUS_EXECUTION_FAILED, each with one line on stderr.
 #pragma once
@@ -54,7 +54,8 @@
 #include <string>
 #include <vector>
 #include "emu/cublas_emulation.h"  // cublasStatus_t, cublasOperation_t, emu::op_element
-#include "emu/runtime.h"           // emu::is_device_memory, emu::hex, emu::say
+#include "emu/device_memory.h"     // emu::is_device_memory
+#include "emu/runtime.h"           // emu::hex, emu::say
 #include "emu/streams.h"           // emu::stream_work: a call runs on its stream
 
 // ----------------------------------------------------------------------------
@@ -319,10 +320,6 @@ inline float lt_gelu_derivative(float x) {
 
 }  // namespace emu
 
-// cuBLAS's status for an operation it does not support (cublas_api.h's value): emu/cublas_emulation.h
-// lists the statuses its own calls return, and only cuBLASLt's refusals below return this one
-constexpr cublasStatus_t CUBLAS_STATUS_NOT_SUPPORTED = (cublasStatus_t)15;
-
 namespace emu {
 
 // How cuBLASLt turns the program down (the header: MASKPRIOR_EMU_CUBLASLT)
@@ -423,7 +420,7 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
     const float* b_ptr = (const float*)B;
     const float* c_ptr = (const float*)C;
     float* d_ptr = (float*)D;
-    emu::stream_work(stream, [=] {
+    const cudaError_t queued = emu::stream_work(stream, [=] {
         float* bias = (float*)op.bias;
         float* aux = (float*)op.aux;
         std::vector<float> column(s.m), bias_gradient(bias_floats, 0.0f);
@@ -456,6 +453,6 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
                               epilogue == CUBLASLT_EPILOGUE_BGRADB;
         if (gradient)
             for (long long i = 0; i < bias_floats; i++) bias[i] = bias_gradient[i];  // stored, not added
-    });
-    return CUBLAS_STATUS_SUCCESS;
+    }, call);
+    return queued == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
 }

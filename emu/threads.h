@@ -15,7 +15,9 @@
 #include <tuple>
 #include <type_traits>
 #include <vector>
-#include "emu/runtime.h"  // dim3, uint3, threadIdx ... gridDim, emu::report, emu::is_device_memory, emu::guards_intact
+#include "emu/device_memory.h"  // is_device_memory, guards_intact, ArenaOpen, fiber_stacks, POISON
+#include "emu/runtime.h"        // dim3, uint3, threadIdx ... gridDim, emu::report
+#include "emu/streams.h"        // stream_work: a launch is queued on its stream
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
 #endif
@@ -28,7 +30,8 @@ namespace emu {
 constexpr size_t STACK_BYTES = 256 * 1024;
 
 // Stacks for the fibers, each with an inaccessible page below it (an overflow faults instead of
-// corrupting a neighbour), kept for reuse: a block needs at most one per thread.
+// corrupting a neighbour, and the fault handler of emu/device_memory.h names it), kept for reuse:
+// a block needs at most one per thread.
 struct StackPool {
     std::vector<char*> free;  // each: the guard page, then STACK_BYTES
     static size_t page() { return (size_t)sysconf(_SC_PAGESIZE); }
@@ -44,7 +47,15 @@ struct StackPool {
             abort();
         }
         mprotect(base, page(), PROT_NONE);
+        fiber_stacks().bases.push_back((char*)base);
+        fiber_stacks().stack_bytes = STACK_BYTES;
         return (char*)base;
+    }
+    // a stack given back to the system (its thread never returned)
+    static void unmap(char* base) {
+        std::vector<char*>& bases = fiber_stacks().bases;
+        bases.erase(std::remove(bases.begin(), bases.end(), base), bases.end());
+        munmap(base, page() + STACK_BYTES);
     }
 };
 
@@ -311,7 +322,7 @@ EMU_SCHEDULER inline void end_block(Block& b) {
         if (!t.stack) continue;
         const bool returned = t.waiting == Waiting::exited;
         if (returned) stack_pool().free.push_back(t.stack);
-        else munmap(t.stack, StackPool::page() + STACK_BYTES);
+        else StackPool::unmap(t.stack);
 #if defined(__SANITIZE_THREAD__)
         tsan_fibers().push_back(t.tsan_fiber);
 #endif
@@ -398,9 +409,11 @@ inline std::string kernel_name() {
     return signature.substr(start, signature.find_first_of(";]", start) - start);
 }
 
-// Checks a launch and runs it: what a GPU would do with kernel<<<grid, block, shared_bytes>>>.
+// The checks a GPU makes as it launches kernel<<<grid, block, shared_bytes>>>(args...), and the
+// emulation's own (every pointer argument null or device memory), each failure one line and the
+// pending error. Returns whether the launch may run.
 template <auto kernel, typename... Args>
-inline void launch(dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
+inline bool launch_allowed(dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
     const std::string name = kernel_name<kernel>();
     const size_t threads = (size_t)block.x * block.y * block.z;
     if (block.x == 0 || block.y == 0 || block.z == 0 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
@@ -409,12 +422,12 @@ inline void launch(dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
                name + ": grid (" + std::to_string(grid.x) + ", " + std::to_string(grid.y) + ", " +
                    std::to_string(grid.z) + "), block (" + std::to_string(block.x) + ", " + std::to_string(block.y) +
                    ", " + std::to_string(block.z) + "): every dim at least 1, at most 1024 threads a block");
-        return;
+        return false;
     }
     if (shared_bytes > MAX_SHARED_BYTES) {
         report(cudaErrorInvalidValue, name + ": " + std::to_string(shared_bytes) +
                                           " bytes of dynamic shared memory, more than the 48 KB a launch may ask");
-        return;
+        return false;
     }
     int position = 0;
     bool pointers_ok = true;
@@ -430,8 +443,15 @@ inline void launch(dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
         }
     };
     (check_pointer(args), ...);
-    if (!pointers_ok) return;
+    return pointers_ok;
+}
 
+// Runs a launch that launch_allowed let through, the arena open: every block in turn, then the
+// guards of every cudaMalloc block checked.
+template <auto kernel, typename... Args>
+inline void run_launch(dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
+    ArenaOpen open;
+    const size_t threads = (size_t)block.x * block.y * block.z;
     gridDim = grid;
     blockDim = block;
     const auto call_args = std::make_tuple(args...);
@@ -449,12 +469,27 @@ inline void launch(dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
                 std::string error = run_block(b, kernel, call_args);
                 end_block(b);
                 if (!error.empty()) {
-                    report(cudaErrorLaunchFailure, name + ", block (" + std::to_string(bx) + ", " +
+                    report(cudaErrorLaunchFailure, kernel_name<kernel>() + ", block (" + std::to_string(bx) + ", " +
                                                        std::to_string(by) + ", " + std::to_string(bz) + "): " + error);
                     return;
                 }
             }
-    guards_intact(name);
+    guards_intact(kernel_name<kernel>());
+}
+
+// kernel<<<grid, block, shared_bytes, stream>>>(args...): checked now, run when the queue runs
+// (or recorded while the stream captures; emu/streams.h)
+template <auto kernel, typename... Args>
+inline void launch_on(cudaStream_t stream, dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
+    if (launch_allowed<kernel>(grid, block, shared_bytes, args...))
+        stream_work(stream, [=] { run_launch<kernel>(grid, block, shared_bytes, args...); }, kernel_name<kernel>().c_str());
+}
+
+// The same checks and the run at once, on the calling thread: for the emulation's own tests,
+// which look at a launch's errors right after it.
+template <auto kernel, typename... Args>
+inline void launch(dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
+    if (launch_allowed<kernel>(grid, block, shared_bytes, args...)) run_launch<kernel>(grid, block, shared_bytes, args...);
 }
 
 inline void* dynamic_shared_memory() {

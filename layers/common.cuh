@@ -292,7 +292,7 @@ inline void launch_kernel(LaunchCost cost, dim3 grid, dim3 block, size_t shared_
     const bool recording = profiler().recording;  // timed with events on a GPU, not on the emulation
     if (recording) profiler().begin(profiled_kernel_name<kernel>(), grid, block, shared_bytes, cost, !GPU_EMULATED);
 #ifdef MASKPRIOR_CUDA_EMULATION
-    emu::stream_work(gpu_stream(), [=] { emu::launch<kernel>(grid, block, shared_bytes, args...); });
+    emu::launch_on<kernel>(gpu_stream(), grid, block, shared_bytes, args...);
 #else
     kernel<<<grid, block, shared_bytes, gpu_stream()>>>(args...);
 #endif

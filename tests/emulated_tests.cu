@@ -1,7 +1,8 @@
 // The GPU tests on the CPU: built by the host compiler against the CUDA emulation (emu/,
 // MASKPRIOR_CUDA_EMULATION), as tests/emulated_tests, by make test-emulated (and make test).
 // test_gpu.cu is the very file make gpu-check runs on a GPU; test_emulation.cu checks the
-// emulation itself: that it runs CUDA's meaning, and that it reports what a GPU would not.
+// emulation itself: that it runs CUDA's meaning, and that it reports what a GPU would not;
+// test_emulation_strict.cu that it refuses what a GPU refuses.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include "test_gpu.cu"
@@ -15,3 +16,4 @@
 #include "test_drop_path.cu"
 #include "test_ema.cu"
 #include "test_emulation.cu"
+#include "test_emulation_strict.cu"

@@ -12,6 +12,15 @@
 #                   other warps still read the last ones (the __syncthreads that opens its tile
 #                   loop is gone); run in reverse order (MASKPRIOR_EMU_SCHEDULE; it fails in index
 #                   order too), and again under ThreadSanitizer, which must name both threads
+# and the bugs that a GPU refuses and an emulation in which the host could touch device memory,
+# and stream work ran at once, let pass (emu/device_memory.h, emu/streams.h):
+#   host-read       model_read_loss reads the loss through its device pointer (the bug that made
+#                   every GPU run stop at step 0)
+#   host-write      model_build clears the device's step log with a host store, not a copy
+#   pinned-refill   the batch's pinned copy is refilled without waiting for its last upload's event
+#   capture-copy    the training step reads its loss back (a synchronous cudaMemcpy) while a graph
+#                   captures it
+#   capture-legacy  buffer_zero's memset goes on the legacy default stream, which a capture refuses
 # Each plant finds its site by the code it changes, never by a comment. Exit 0 when every bug
 # made its test fail; 1 when one went unseen, or when a plant no longer changes its file (the
 # code it targets has moved: update the plant).
@@ -40,7 +49,9 @@ plant() {
         status=1
         return
     fi
-    if (cd "$copy" && MASKPRIOR_EMU_SCHEDULE=${5:-index} ./tests/emulated_tests --no-intro=true -tc="$4") \
+    # (`; exit $?`: the subshell waits for the tests, so that its line for a test a host access stops,
+    # "Segmentation fault", goes to the log too)
+    if (cd "$copy" && MASKPRIOR_EMU_SCHEDULE=${5:-index} ./tests/emulated_tests --no-intro=true -tc="$4"; exit $?) \
         > "$copy/run.log" 2>&1; then
         echo "planted bug $1: FAILED: \"$4\" still passes with the bug"
         status=1
@@ -48,7 +59,7 @@ plant() {
         echo "planted bug $1: FAILED: no test case is named \"$4\""
         status=1
     else
-        seen=$(grep -m1 -E "CUDA emulation:|ERROR:" "$copy/run.log" | cut -c1-150)
+        seen=$(grep -m1 -E "CUDA emulation:|ERROR:" "$copy/run.log" | cut -c1-260)
         echo "planted bug $1: caught by \"$4\" in ${5:-index} order: $seen"
     fi
 }
@@ -91,4 +102,19 @@ plant tile-overwrite attention/flash.cuh \
     '/attention_forward_kernel3(/,/__syncthreads();/{/__syncthreads();/d}' \
     "GPU attention matches the CPU at every kernel version*" reverse
 named_race tile-overwrite "GPU attention gives the same bits at every run*"
+plant host-read model.cuh \
+    's/^    float loss;$/    float loss = *model.mean_loss;/' \
+    "a whole training step on the GPU matches the CPU*"
+plant host-write model.cuh \
+    's/^        device_copy(model.step_log, &cleared, sizeof cleared, cudaMemcpyHostToDevice);$/        *model.step_log = cleared;/' \
+    "a whole training step on the GPU matches the CPU*"
+plant pinned-refill layers/device_step.cuh \
+    '/^    cudaCheck(cudaEventSynchronize(b.copied\[b.next\]));$/d' \
+    "training steps replayed from a captured graph*"
+plant capture-copy run/step.cuh \
+    's/^    model_log_step(model);$/    model_log_step(model);\n    (void)model_read_loss(model);/' \
+    "training steps replayed from a captured graph*"
+plant capture-legacy layers/common.cuh \
+    's/cudaMemsetAsync(p, 0, count \* sizeof(float), gpu_stream())/cudaMemsetAsync(p, 0, count * sizeof(float), nullptr)/' \
+    "training steps replayed from a captured graph*"
 exit $status

@@ -497,7 +497,7 @@ TEST_CASE("a cuBLASLt refusal first met inside a graph capture: version 1's call
 
 TEST_CASE("MASKPRIOR_EMU_CUBLASLT: a --matmul-kernel 2 run that cuBLASLt turns down writes the log and checkpoint "
           "of --matmul-kernel 1, each product's note once; a bad value stops it with one line") {
-    emu::LtRefusal parsed;
+    emu::LtRefusal parsed = emu::LtRefusal::not_supported;  // each parse below changes it
     CHECK((emu::parse_lt_refusal("ok", &parsed) && parsed == emu::LtRefusal::none));
     CHECK((emu::parse_lt_refusal("no-algorithm", &parsed) && parsed == emu::LtRefusal::no_algorithm));
     CHECK((emu::parse_lt_refusal("not-supported", &parsed) && parsed == emu::LtRefusal::not_supported));
