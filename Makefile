@@ -108,7 +108,8 @@ NVCCFLAGS = -O3 -std=c++17 $(GENCODE) -DMASKPRIOR_CUDA_ARCH=$(ARCH) $(INCLUDES) 
             $(VERSION_DEFINES) $(if $(CPU_REFERENCE),-DMASKPRIOR_CPU_REFERENCE) $(EXTRA_NVCCFLAGS)
 # cuBLAS (matmul version 1) and cuBLASLt (version 2, layers/matmul_lt.cuh)
 LDLIBS    = -lcublas -lcublasLt -lgomp -lz
-HEADERS   = $(wildcard *.cuh attention/*.cuh cpu_fast/*.h layers/*.h layers/*.cuh prior/*.h prior/*.cuh run/*.h run/*.cuh tasks/*.h)
+HEADERS   = $(wildcard *.cuh attention/*.h attention/*.cuh cpu_fast/*.h gpu/*.h gpu/*.cuh layers/*.h layers/*.cuh prior/*.h \
+            prior/*.cuh recipe/*.h recipe/*.cuh run/*.h run/*.cuh tasks/*.h)
 
 # The CUDA emulation (emu/): the host compiler builds the same sources with MASKPRIOR_CUDA_EMULATION,
 # which puts emu/'s CUDA and cuBLAS in place of the real ones; fibers from Boost.Context run the

@@ -22,7 +22,7 @@
 #pragma once
 #include "attention/costs.h"  // attention_cost, attention_mask_cost: what a launch costs, for --profile
 #include "cpu_fast/vexp.h"     // vexp: the softmax's e^x, the same arithmetic on both devices
-#include "layers/common.cuh"   // launch_kernel, ceil_div, worth_threads
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
 
 struct AttentionShape {
     int B, T, NH, HS;

@@ -10,7 +10,7 @@
 #include "run/checkpointing.cuh" // run_paths, checkpoint_to_resume, resume, Checkpointer
 #include "run/evaluate.cuh"      // evaluate_run, write_pictures, write_structure_picture
 #include "run/options.h"         // parse_options
-#include "run/profile.cuh"       // record_profile, print_profile
+#include "gpu/profile_report.cuh"       // record_profile, print_profile
 #include "run/report.cuh"        // RunLog, Progress, metrics_json, write_metrics, print_final_table
 #include "run/sample.cuh"        // generate
 #include "run/signals.h"         // catch_stop_signals, stop_signal, report_stop
@@ -56,7 +56,7 @@ static int train(int argc, char** argv) {
     const std::vector<float> positions = loss_positions(*task, opt.loss_on);  // (T), or empty
     Batch batch;
     batch.shape(*task, B, positions);
-    batch.mixing = mix_settings(opt);  // mixup, cutmix: training batches only (tasks/mix.h)
+    batch.mixing = mix_settings(opt);  // mixup, cutmix: training batches only (recipe/mix.h)
 
     if (!opt.dump_state.empty()) {  // one forward/backward on the first batch, written out, then stop
         training_batch(*task, order, start_step, batch);

@@ -12,7 +12,7 @@
 //     proj = y Wproj^T + bproj           x_mid = x + proj
 //     ln2 = layernorm(x_mid)             mlp_fc = ln2 Wfc^T + bfc,   mlp_gelu = gelu(mlp_fc)
 //     mlp_proj = mlp_gelu Wmlp^T + bmlp  x_out = x_mid + mlp_proj    (the next layer's x)
-//   (--drop-path, training passes: proj and mlp_proj scaled per example first, layers/drop_path.cuh)
+//   (--drop-path, training passes: proj and mlp_proj scaled per example first, recipe/drop_path.cuh)
 //   the readout (the output layer, "head" in the checkpoint), on the pooled row:
 //     pooled = x_out[:, p]  p = 0 (CLS); causal: p = T-1     (B,C)
 //              (--pool mean: the mean of x_out[:, 1:])
@@ -32,12 +32,12 @@
 #include "layers/adamw.cuh"            // adamw_update_groups, AdamWGroups
 #include "layers/clip.cuh"             // clip_gradients, grad_norm_scratch_size
 #include "layers/config.h"             // Config, ParamTensors, param_layout, block_params
-#include "layers/device_step.cuh"      // DeviceBatch, StepScalars, StepLog, loss_mean_gpu, step_log_add_*
-#include "layers/drop_path.cuh"        // DropPath, drop_path_draw, drop_path_forward, drop_path_backward
-#include "layers/ema.cuh"              // WeightAverage
+#include "gpu/device_step.cuh"      // DeviceBatch, StepScalars, StepLog, loss_mean_gpu, step_log_add_*
+#include "recipe/drop_path.cuh"        // DropPath, drop_path_draw, drop_path_forward, drop_path_backward
+#include "recipe/ema.cuh"              // WeightAverage
 #include "layers/embedding.cuh"        // embedding_*, scalar_embedding_*
 #include "layers/fused.cuh"            // residual_layernorm_*, matmul_bias_gelu_*, mlp_backward
-#include "layers/graph.cuh"            // GraphCache
+#include "gpu/graph.cuh"            // GraphCache
 #include "layers/layernorm.cuh"        // layernorm_*
 #include "layers/loss.cuh"             // mse_*, logistic_*, crossentropy_*
 #include "layers/matmul.cuh"           // matmul_*
@@ -63,7 +63,7 @@ struct Model {
     float* dscores = nullptr;
     float* mask_term = nullptr;  // (NH,T,T) log σ(M) of the layer attention_forward is on: scratch, per layer
     // the batch: on the CPU buffers of their own; on the GPU slices of the batch block, one
-    // asynchronous copy a batch (layers/device_step.cuh)
+    // asynchronous copy a batch (gpu/device_step.cuh)
     int* tokens = nullptr;        // (B,T) on dev, token models
     TokenRows by_token;           // the batch's rows grouped by token: the GPU's kernel 2 embedding gradient
     float* pixels = nullptr;      // (B,channels,H,W) on dev, image models
@@ -88,9 +88,9 @@ struct Model {
     bool freeze_mask = false;      // --freeze-mask: M is a constant, with no gradient and no update
     float* norm_scratch = nullptr;  // (grad_norm_scratch_size(num_params)) model_clip_gradients' sums and result
     int adam_t = 0;  // optimizer steps taken
-    DropPath drop_path;  // stochastic depth in training passes (--drop-path; layers/drop_path.cuh)
-    WeightAverage ema;   // the weights' moving average (--ema; layers/ema.cuh), which run/step.cuh updates
-    GraphCache graphs;  // the captured passes and steps, by shape (Kernels::graph; layers/graph.cuh)
+    DropPath drop_path;  // stochastic depth in training passes (--drop-path; recipe/drop_path.cuh)
+    WeightAverage ema;   // the weights' moving average (--ema; recipe/ema.cuh), which run/step.cuh updates
+    GraphCache graphs;  // the captured passes and steps, by shape (Kernels::graph; gpu/graph.cuh)
 };
 
 // The most column scratch (layers/column_sums.cuh) the model's layers ask for at B rows, which
@@ -298,7 +298,7 @@ struct ModelInput {
 // pixels), targets (rows·readout_rows, or nullptr: no loss) and for the next-token readout
 // loss_mask (rows·T) of 0/1 (nullptr: every position counts), with the step's scalars (a
 // training step's AdamW values and index; the loss count is filled in here), and for a mixed image
-// batch mix (rows,2), each row's second class and λ (tasks/mix.h; nullptr: unmixed). On the CPU
+// batch mix (rows,2), each row's second class and λ (recipe/mix.h; nullptr: unmixed). On the CPU
 // they are copied into the model's buffers; on the GPU written into the next pinned copy of the
 // batch block (with the token rows of the embedding's kernel 2) and uploaded in one asynchronous copy.
 inline void model_set_batch(Model& model, ModelInput input, const float* targets, int rows, const float* loss_mask,

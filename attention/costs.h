@@ -1,8 +1,8 @@
 // attention/costs.h: what a launch of attention costs at the least, as every version's launchers
-// state it for --profile (layers/profile.h). s is an AttentionShape (attention.cuh, which
+// state it for --profile (gpu/profile.h). s is an AttentionShape (attention.cuh, which
 // includes this file before it declares the struct: hence the template).
 #pragma once
-#include "layers/common.cuh"  // LaunchCost (layers/profile.h, which needs the CUDA headers common.cuh brings)
+#include "gpu/profile.h"  // LaunchCost
 
 // A launch over the (B,NH,T) rows: q, k, v and y (or dy, dq, dk, dv) once, `matrices` (B,NH,T,T)
 // score matrices read or written, `products` T·HS products a row; walk: its thread's longest

@@ -47,7 +47,7 @@
 #include "attention.cuh"        // AttentionShape, head_vector, head_mask, sigmoid_of_minus
 #include "attention/warp.cuh"   // ATTENTION_WARPS_PER_BLOCK, ATTENTION_THREADS, attention_backward_qkv_gpu2
 #include "cpu_fast/vexp.h"      // vexp
-#include "layers/common.cuh"    // WARP, warp_max, warp_sum, DYNAMIC_SHARED, UNROLL, launch_kernel
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
 
 constexpr int FLASH_ROWS_PER_WARP = 4;
 constexpr int FLASH_QUERY_TILE = ATTENTION_WARPS_PER_BLOCK * FLASH_ROWS_PER_WARP;  // 16 query rows a block

@@ -34,7 +34,7 @@
 #include "attention/flash.cuh"  // stage_tile
 #include "attention/warp.cuh"   // ATTENTION_WARPS_PER_BLOCK
 #include "cpu_fast/vexp.h"      // vexp
-#include "layers/common.cuh"    // WARP, warp_max, DYNAMIC_SHARED, UNROLL, launch_kernel, BLOCK
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
 
 constexpr int SHORT_WARPS = ATTENTION_WARPS_PER_BLOCK;  // 4 warps, 128 threads a block
 constexpr int SHORT_THREADS = SHORT_WARPS * WARP;

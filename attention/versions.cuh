@@ -15,7 +15,8 @@
 #include "attention/short.cuh"   // version 4
 #include "attention/warp.cuh"    // version 2
 #include "cpu_fast/attention.h"  // attention_forward_cpu_fast, attention_backward_cpu_fast
-#include "layers/common.cuh"     // Device, Kernels, launch_kernel, ceil_div
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
+#include "layers/kernels.h"      // Kernels
 
 struct AttentionKernel {
     const char* idea;   // what the version adds, in a few words

@@ -20,7 +20,7 @@
 #pragma once
 #include "attention.cuh"      // AttentionShape, head_vector, head_mask, row_index, version 1's dM
 #include "cpu_fast/vexp.h"    // vexp
-#include "layers/common.cuh"  // WARP, warp_max, warp_sum, launch_kernel
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
 
 constexpr int ATTENTION_WARPS_PER_BLOCK = 4;  // one warp per row, four rows a block
 // the block of versions 2 and 3: their kernels' __launch_bounds__ and their launchers use it

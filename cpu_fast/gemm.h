@@ -23,7 +23,7 @@
 #include <cstddef>
 #include <cstring>
 #include <vector>
-#include "layers/common.cuh"  // worth_threads
+#include "layers/device.cuh"     // worth_threads
 
 // A matrix read through strides: element (r, c) is data[r·row_stride + c·col_stride]. The three
 // products of a linear layer read their operands as such views (cpu_fast/matmul.h).

@@ -6,7 +6,7 @@
 // the rows in order with the lanes across channels. eps is the loops' LN_EPS.
 #pragma once
 #include <vector>
-#include "layers/common.cuh"  // worth_threads
+#include "layers/device.cuh"     // worth_threads
 
 constexpr int LN_LANES = 16;
 

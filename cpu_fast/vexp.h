@@ -17,7 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include "layers/common.cuh"  // __host__ __device__ (the CUDA emulation defines them too)
+#include "gpu/cuda.cuh"  // __host__ __device__ (or the emulation's)
 
 // x's bits as an integer and back: what a GPU register holds either way
 __host__ __device__ inline int32_t float_bits(float x) {

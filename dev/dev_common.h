@@ -2,7 +2,7 @@
 // Each program runs every version of one kernel family on the same shapes, checks it against
 // the CPU reference, times it with CUDA events and prints one table:
 //   shape | version | idea | time | H200 bound | GB/s | TFLOP/s | max error | same bits
-// (the bound from the costs the launchers state for --profile, layers/profile.h: an estimate)
+// (the bound from the costs the launchers state for --profile, gpu/profile.h: an estimate)
 // It exits non-zero when any version misses the tolerance or gives NaN.
 //   ./dev/attention_forward            every version on every shape
 //   ./dev/attention_forward 3          version 3 only
@@ -18,7 +18,8 @@
 #include <string>
 #include <vector>
 #include "attention/versions.cuh"  // the layer: row functions, CPU loops, every kernel version, the table
-#include "layers/profile.h"        // profiler, lower_bound_seconds, H200: each call's bound
+#include "gpu/profile.h"        // profiler, lower_bound_seconds, H200: each call's bound
+#include "layers/rng.h"          // Rng: the random inputs
 
 // The shapes a program runs: awkward ones (T not a multiple of the tiles; HS not of 32; a
 // batch not of the mask gradient's groups), and real ones, named for the run that has them.
@@ -144,7 +145,7 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
 }
 
 // The mean time of `runs` calls of f, by CUDA events around them (after one call to warm up). The
-// events go on gpu_stream() (layers/common.cuh), the stream the kernels run on. Recorded on the
+// events go on gpu_stream() (gpu/stream.cuh), the stream the kernels run on. Recorded on the
 // legacy default stream, they would bracket the kernels only through that stream's implicit
 // synchronisation with blocking streams: true while gpu_stream() is one, not what a timer should
 // rest on.
@@ -171,7 +172,7 @@ inline void dev_table_header(const char* program) {
     printf("(the CPU emulation of CUDA: the checks hold, the times are not a GPU's)\n");
 #endif
     printf("(H200 bound: the sum of the call's launches' lower bounds on an H200, from the costs their launchers\n"
-           " state: datasheet figures and a 2 µs launch, an estimate, not a measurement; layers/profile.h)\n");
+           " state: datasheet figures and a 2 µs launch, an estimate, not a measurement; gpu/profile.h)\n");
     printf("| %-34s | v | %-55s | %9s | %11s | %7s | %8s | %9s | %-9s |\n", "shape (B, T, NH, HS)", "idea", "time ms",
            "H200 bound", "GB/s", "TFLOP/s", "max error", "same bits");
     printf("|%s|---|%s|%s|%s|%s|%s|%s|%s|\n", std::string(36, '-').c_str(), std::string(57, '-').c_str(),
@@ -180,7 +181,7 @@ inline void dev_table_header(const char* program) {
 }
 
 // The lower bound of one call on an H200, in ms: the sum over its launches of each one's bound,
-// from the costs their launchers state for --profile (layers/profile.h). Runs the call once.
+// from the costs their launchers state for --profile (gpu/profile.h). Runs the call once.
 template <typename F>
 inline double dev_h200_bound_ms(F call) {
     Profiler& p = profiler();

@@ -54,7 +54,7 @@ static void table_header() {
     printf("(the CPU emulation of CUDA: the checks hold, the times are not a GPU's)\n");
 #endif
     printf("(H200 bound: the sum of the call's launches' lower bounds on an H200, from the costs their launchers\n"
-           " state: datasheet figures and a 2 µs launch, an estimate, not a measurement; layers/profile.h)\n");
+           " state: datasheet figures and a 2 µs launch, an estimate, not a measurement; gpu/profile.h)\n");
     printf("| %-38s | %-12s | v | %-56s | %9s | %11s | %7s | %8s | %9s | %-9s |\n", "shape (N, C, OC)", "operation",
            "idea", "time ms", "H200 bound", "GB/s", "TFLOP/s", "max error", "same bits");
     printf("|%s|%s|---|%s|%s|%s|%s|%s|%s|%s|\n", std::string(40, '-').c_str(), std::string(14, '-').c_str(),

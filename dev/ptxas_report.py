@@ -4,7 +4,7 @@
 Runs `NVCC ARGS... -Xptxas -v` (make ptxas-report passes main.cu for sm_90), reads ptxas's lines
 per kernel (registers, stack frame, spill stores and loads, static shared memory) and writes them
 to OUT as a table, with the nvcc version and the date. A per-thread array that ptxas cannot keep
-in registers shows as a stack frame (common.cuh: UNROLL). Exit 1 when nvcc fails, when it reports
+in registers shows as a stack frame (layers/launch.cuh: UNROLL). Exit 1 when nvcc fails, when it reports
 no kernel, or when a kernel has a stack frame or spills; the table is written in every case but
 the first.
 """

@@ -11,7 +11,7 @@
 // given by group (AdamWGroups: the mask has its own; a frozen mask is in no group, untouched).
 #pragma once
 #include <stdexcept>
-#include "layers/common.cuh"  // Device, ceil_div, BLOCK, cudaCheck, launch_kernel
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
 
 struct AdamWSettings {
     float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;

@@ -15,11 +15,11 @@
 // clipping factor to the device (GradNorm, at the end of the scratch), and the scaling kernel
 // reads the factor there, so a captured graph replays the clip with each step's own norm.
 #pragma once
-#include "layers/common.cuh"  // Device, launch_kernel, worth_threads, cudaCheck, device_copy
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
 
 constexpr size_t GRAD_NORM_CHUNK = 4096;  // elements per partial sum, on both devices
 constexpr int GRAD_NORM_THREADS = 256;    // GPU threads per chunk: each sums GRAD_NORM_CHUNK / 256 = 16 elements
-// (a power of two for block_tree_sum, layers/common.cuh; the kernels' launches and __launch_bounds__)
+// (a power of two for block_tree_sum, layers/launch.cuh; the kernels' launches and __launch_bounds__)
 
 inline size_t grad_norm_chunks(size_t n) { return (n + GRAD_NORM_CHUNK - 1) / GRAD_NORM_CHUNK; }
 
@@ -80,7 +80,7 @@ __host__ __device__ inline float clip_factor(double norm, float max_norm) {
     return max_norm > 0 && norm > max_norm ? (float)(max_norm / (norm + 1e-6)) : 1.0f;
 }
 
-// the GPU's last stage, one block: the partials' block_strided_sum (layers/common.cuh); thread 0
+// the GPU's last stage, one block: the partials' block_strided_sum (layers/launch.cuh); thread 0
 // writes the norm and the clipping factor
 __global__ void __launch_bounds__(GRAD_NORM_THREADS)
 grad_norm_finish_kernel1(GradNorm* __restrict__ result, const double* __restrict__ partials, size_t chunks,

@@ -21,7 +21,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
-#include "layers/common.cuh"  // cudaCheck, gpu_stream, ceil_div, BLOCK, WARP, warp_sum, launch_kernel
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
 
 constexpr int COLUMN_GROUP_ROWS = 32;
 constexpr int COLUMN_WARPS_PER_BLOCK = BLOCK / WARP;  // stage 2: a warp per column, 8 columns a block

@@ -14,7 +14,8 @@
 #include <string>
 #include <vector>
 #include "layers/column_sums.cuh"  // column_sums_gpu, column_scratch, warp_column_sum, COLUMN_GROUP_ROWS
-#include "layers/common.cuh"       // Device, Kernels, ceil_div, cudaCheck, BLOCK, WARP
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
+#include "layers/kernels.h"      // Kernels
 
 // ----------------------------------------------------------------------------
 // Embedding: a token id looks up its row of wte, and position t adds row t of wpe.

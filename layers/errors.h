@@ -2,7 +2,7 @@
 // fail() formats one line and throws InputError; main() catches it at the top, prints
 // "maskprior: error: <the line>" on stderr and exits with code 2. Because nothing deep inside
 // exits the process, the parsers (checkpoints, G files, data files) can be tested in-process
-// and fed to a fuzzer. Bugs are not input: CUDA errors abort with file and line (common.cuh).
+// and fed to a fuzzer. Bugs are not input: CUDA errors abort with file and line (gpu/cuda.cuh).
 #pragma once
 #include <cstdarg>
 #include <cstdio>

@@ -16,7 +16,8 @@
 // kernel costs a few microseconds on its own. Two layers fused read their input and write their
 // output once, not twice, and launch once.
 #pragma once
-#include "layers/common.cuh"     // Device, Kernels, launch_kernel, WARP
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
+#include "layers/kernels.h"      // Kernels
 #include "layers/layernorm.cuh"  // layernorm_forward, layernorm_backward, layernorm_row_forward_warp
 #include "layers/matmul.cuh"     // matmul_forward, matmul_backward, matmul_forward_gpu, lt_matmul
 #include "layers/pointwise.cuh"  // residual_forward, gelu_*, gelu_value

@@ -5,7 +5,8 @@
 #pragma once
 #include "cpu_fast/layernorm.h"    // layernorm_forward_cpu_fast, layernorm_backward_cpu_fast
 #include "layers/column_sums.cuh"  // column_scratch, column_partials_sum: kernel 2 of the parameter gradients
-#include "layers/common.cuh"       // Device, Kernels, ceil_div, BLOCK, launch_kernel, warp_sum
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
+#include "layers/kernels.h"      // Kernels
 
 // LayerNorm over the last dim, eps 1e-5, per row n:
 //   mean = sum_c x_c / C,  rstd = 1 / sqrt(sum_c (x_c - mean)^2 / C + eps)
@@ -112,7 +113,7 @@ __global__ void layernorm_backward_params_kernel1(float* dweight, float* dbias, 
 
 // kernel 2 (Kernels::fast_layers): a warp per row. Kernel 1's lone thread walks the C channels of its
 // row three times; here 32 lanes share each walk (lane l: channels l, l+32, ...), and warp
-// reductions (layers/common.cuh) combine their sums: the row's mean and variance forward, the
+// reductions (layers/launch.cuh) combine their sums: the row's mean and variance forward, the
 // two means of the backward. A lane reads back only the channels it wrote, so no barrier is
 // needed between the walks. The sums run in another order than kernel 1's: the bits differ
 // within rounding.

@@ -4,7 +4,8 @@
 // Targets are floats: a value (MSE), a ±1 label (logistic), a class id (cross-entropy; a mixed
 // batch adds a second class and a weight per row).
 #pragma once
-#include "layers/common.cuh"  // Device, ceil_div, BLOCK, cudaCheck
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
+#include "layers/kernels.h"      // Kernels
 
 // ----------------------------------------------------------------------------
 // Mean squared error on a scalar prediction per row:
@@ -109,7 +110,7 @@ inline void logistic_backward(Device dev, float* dpred, const float* pred, const
 // and -log(0) * 0 would be inf * 0 = NaN. The smoothing term is summed as log-softmax,
 // -1/V sum_v log p[v] = log(sum_v e^(z_v - zmax)) - 1/V sum_v (z_v - zmax), finite where a p[v] underflows.
 // backward of losses[n] = -sum_v q_v log p[v] * w_n:  dlogits[n,v] += (p[v] - q_v) * w_n / count
-// A mixed batch (mixup, cutmix: tasks/mix.h) gives each row a second class b_n and a weight λ_n,
+// A mixed batch (mixup, cutmix: recipe/mix.h) gives each row a second class b_n and a weight λ_n,
 // mix[n] = (b_n, λ_n) (mix nullptr: no row is mixed), and the target becomes λ q(y_n) + (1 - λ) q(b_n),
 // timm's mixed smoothed one-hot, whose cross-entropy (timm's SoftTargetCrossEntropy) is
 //   λ CE_ε(y_n) + (1 - λ) CE_ε(b_n)

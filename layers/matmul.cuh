@@ -18,7 +18,8 @@
 #pragma once
 #include "cpu_fast/matmul.h"       // matmul_forward_cpu_fast, matmul_backward_cpu_fast
 #include "layers/column_sums.cuh"  // column_sums_gpu: kernel 2 of the bias gradient
-#include "layers/common.cuh"       // Device, Kernels, ceil_div, BLOCK, cublasCheck, cublas_handle
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
+#include "layers/kernels.h"      // Kernels
 #include "layers/matmul_lt.cuh"    // lt_matmul, add_bias_gradient, matmul_lt: version 2's cuBLASLt call
 
 constexpr int MATMUL_KERNEL_COUNT = 2;  // the versions of the GPU matmul (Kernels::matmul)

@@ -50,7 +50,7 @@
 // Graphs: nothing here allocates, frees or waits after matmul_lt_setup(), which creates the handle,
 // the workspace and the scratch before training (run/setup.cuh calls it for --matmul-kernel 2). A
 // key's descriptors and algorithm are made the first time the key is seen, on the host: a graph is
-// captured only at the second use of its shape (layers/graph.cuh), so every key of the work has
+// captured only at the second use of its shape (gpu/graph.cuh), so every key of the work has
 // been seen outside a capture. A capture records cublasLtMatmul's work with the pointers of its
 // call, as it records a launch.
 // A refusal can still come first during a capture (a library that refuses a plan it ran before).
@@ -68,7 +68,8 @@
 #include <map>
 #include <set>
 #include <string>
-#include "layers/common.cuh"  // Kernels, gpu_stream, cublasCheck, cudaCheck, launch_kernel, profiler
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
+#include "layers/kernels.h"      // Kernels
 
 // the workspace every call gets: 32 MiB, what NVIDIA recommends for Hopper (cublasSetWorkspace)
 constexpr size_t MATMUL_LT_WORKSPACE_BYTES = size_t(32) << 20;

@@ -11,7 +11,8 @@
 // loops, kernel1 (the naive port), the dispatcher.
 #pragma once
 #include "layers/column_sums.cuh"  // column_sums_gpu: kernel 2 of dcls and dwpe
-#include "layers/common.cuh"       // Device, Kernels, ceil_div, BLOCK, launch_kernel
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
+#include "layers/kernels.h"      // Kernels
 
 // ----------------------------------------------------------------------------
 // Patchify: patch p = (pr, pc) (row-major over the H/P x W/P grid), element k = (ch, i, j):

@@ -3,7 +3,7 @@
 // Each as one block: the math, the CPU loop, kernel1, and the launcher the model calls.
 // Every backward accumulates (+=) into its gradients; model_zero_grad clears them.
 #pragma once
-#include "layers/common.cuh"  // Device, ceil_div, cudaCheck, BLOCK
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
 #include "cpu_fast/vexp.h"  // vexp: e^x the CPU vectorises
 
 // GELU, tanh form:  out = 0.5 x (1 + tanh(u)),  u = k (x + 0.044715 x^3),  k = sqrt(2/pi)

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 #include "model.cuh"            // Model, model_forward, param_bind; the attention and matmul layers qk-opt runs
+#include "layers/rng.h"         // Rng: every init draws from the run's seed
 #include "prior/linalg.h"       // Matrix, pseudo_inverse, low_rank_factors
 #include "prior/structure.h"    // Structure, prior_pattern, attention_prior_mass
 

@@ -109,7 +109,7 @@ inline Evaluation evaluate_run(Model& model, const Task& task, const Structure& 
 
 // Top-1 accuracy on the training batches since the last evaluation, for a classification readout
 // (on the augmented images the model trained on, as ViT training logs report it), from the hits
-// the step log counts (on the GPU on the device: layers/device_step.cuh).
+// the step log counts (on the GPU on the device: gpu/device_step.cuh).
 struct TrainAccuracy {
     int64_t correct = 0, seen = 0;
     void add(const StepLog& log) {

@@ -34,15 +34,15 @@ struct Options {
     float mask_c = 6.0f;
     bool mask_per_head = false, causal = false, tf32 = false;
     int attention_kernel = 0;  // the GPU's attention kernel version; 0: attention.cuh's default
-    int matmul_kernel = 0;     // the GPU's matmul version; 0: the default (layers/common.cuh, Kernels)
+    int matmul_kernel = 0;     // the GPU's matmul version; 0: the default (layers/kernels.h, Kernels)
     bool cuda_graph = false;   // the training step as one CUDA graph (run/graph.cuh)
-    bool fast_kernels = false;  // the GPU's second kernel versions of the other layers (layers/common.cuh)
+    bool fast_kernels = false;  // the GPU's second kernel versions of the other layers (layers/kernels.h)
     std::string mask_structure, prior_layers = "all";
     int64_t qk_opt_steps = 2000;
     float pe_scale = 0;  // wpe's factor before the init; 0: the init's own (InitKind::pe_scale: impulse 18, else 1)
     int64_t eval_every = 500, log_every = 0;
     std::string out, save, resume, dump_state;
-    int profile = 0;  // --profile N: N recorded GPU training steps, then the table (run/profile.cuh); 0: off
+    int profile = 0;  // --profile N: N recorded GPU training steps, then the table (gpu/profile_report.cuh); 0: off
     int64_t checkpoint_every = -1;  // steps between checkpoints; -1: every CHECKPOINT_MINUTES; 0: at the end only
     bool continue_run = false;      // --continue: resume from the run's own checkpoint when it has one
     // images
@@ -50,10 +50,10 @@ struct Options {
     int patch = 4, mask_window = -1, resize = 0;  // mask_window -1: the task's default
     int crop_pad = -1, flip = -1;                 // -1: the task's recipe (tasks/registry.h, IMAGE_RECIPES)
     bool coarse_labels = false;
-    float mixup = 0, cutmix = 0;  // Beta(α, α)'s α of mixup and of cutmix (tasks/mix.h); 0: off
+    float mixup = 0, cutmix = 0;  // Beta(α, α)'s α of mixup and of cutmix (recipe/mix.h); 0: off
     float mix_switch = 0.5f, mix_prob = 1;  // the chance of cutmix when both are on; of mixing a batch at all
-    int randaugment = 0, randaugment_ops = 2;  // RandAugment's magnitude (0: off) and ops (tasks/randaugment.h)
-    float random_erase = 0;                    // the probability of random erasing (tasks/augment.h); 0: off
+    int randaugment = 0, randaugment_ops = 2;  // RandAugment's magnitude (0: off) and ops (recipe/randaugment.h)
+    float random_erase = 0;                    // the probability of random erasing (recipe/augment.h); 0: off
     std::string pool = "cls";
     // language
     int seq_len = 128, eval_windows = 1024;
@@ -70,8 +70,8 @@ struct Options {
     float min_lr = 0.0f;         // the cosine's end, a fraction of --lr
     float clip_grad = -1;        // global gradient-norm clip; 0: none
     float label_smoothing = -1;  // cross-entropy's
-    float drop_path = 0;         // stochastic depth's rate at the last layer (layers/drop_path.cuh); 0: off
-    float ema = 0;               // the decay of the weights' moving average (layers/ema.cuh); 0: off
+    float drop_path = 0;         // stochastic depth's rate at the last layer (recipe/drop_path.cuh); 0: off
+    float ema = 0;               // the decay of the weights' moving average (recipe/ema.cuh); 0: off
     bool wd_given = false, task_given = false;
     std::string list;  // --list WHAT: print a table's names, then exit (main.cu)
 };
@@ -119,7 +119,7 @@ images (a Vision Transformer: CLS + patches)
                                     (mnist, fashion-mnist: 2; else 4)
   --flip, --no-flip   the random horizontal flip on or off  (mnist: off; else on)
   --randaugment M     RandAugment before the normalisation, timm's
-                      rand-mM-mstd0.5-inc1 (tasks/randaugment.h): magnitude
+                      rand-mM-mstd0.5-inc1 (recipe/randaugment.h): magnitude
                       M of 0..10 (the recipe's: 9); 0: off              (0)
   --randaugment-ops N the ops RandAugment draws for each image          (2)
   --random-erase P    erase one random rectangle of the normalised image

@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 #include <nlohmann/json.hpp>
-#include "layers/common.cuh"   // now_seconds, device_sync, device_name, cpu_vector_bits, cpu_threads
+#include "layers/device.cuh"     // DEVICE_CPU, DEVICE_GPU, Device, cpu_threads, cpu_vector_bits
+#include "layers/kernels.h"      // Kernels
 #include "run/atomic_file.h"   // write_file
 #include "run/evaluate.cuh"    // Evaluation
 

@@ -25,7 +25,7 @@
 #include "tasks/boolean.h"        // BooleanTask
 #include "tasks/image_folder.h"   // load_image_folder
 #include "tasks/language.h"       // LanguageTask
-#include "tasks/mix.h"            // MixSettings
+#include "recipe/mix.h"            // MixSettings
 #include "tasks/vision.h"         // VisionTask, load_idx_folder, load_cifar_binary
 
 // Where Debian's dataset-fashion-mnist package puts the four IDX files
@@ -202,7 +202,7 @@ inline void set_optimizer(Model& model, const Options& opt) {
     drop_path_build(model.drop_path, model.dev, model.cfg, model.B, opt.drop_path, opt.seed);  // the recipe's too
 }
 
-// The mixing of an image run's training batches (--mixup, --cutmix, --mix-switch, --mix-prob; tasks/mix.h)
+// The mixing of an image run's training batches (--mixup, --cutmix, --mix-switch, --mix-prob; recipe/mix.h)
 inline MixSettings mix_settings(const Options& opt) {
     MixSettings s;
     s.mixup_alpha = opt.mixup;

@@ -4,7 +4,7 @@
 // forward pass (dropping paths with --drop-path), the step log, the backward pass, clipping, AdamW
 // and the weights' moving average (--ema), with no value read back: on the GPU the host queues it
 // and goes on to the next batch while the GPU runs it, and with Kernels::graph (--cuda-graph) it is
-// captured once as a CUDA graph and replayed every step (layers/graph.cuh). The host reads the
+// captured once as a CUDA graph and replayed every step (gpu/graph.cuh). The host reads the
 // step log (the loss, the first non-finite one, a classifier's hits) only where it reports or
 // saves (main.cu).
 #pragma once
@@ -17,7 +17,7 @@
 // the model's step after its backward pass: the step log, clipping, weight decay and AdamW
 
 // After a training forward pass: its loss, whether it is the first that is not finite, and a
-// classifier's top-1 hits, into the step log (layers/device_step.cuh); on the device on the GPU.
+// classifier's top-1 hits, into the step log (gpu/device_step.cuh); on the device on the GPU.
 inline void model_log_step(Model& model) {
     const Config& c = model.cfg;
     const int rows = model.loss_rows, classes = c.readout == READOUT_CLASS ? c.OUT : 0;

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <vector>
-#include "tasks/mix.h"   // MixSettings, mix_draw, mix_batch
+#include "recipe/mix.h"   // MixSettings, mix_draw, mix_batch
 #include "tasks/task.h"  // Task, EpochOrder
 
 struct Batch {
@@ -15,7 +15,7 @@ struct Batch {
     std::vector<float> mix;        // (rows, 2) a mixed training batch: each row's second class and λ; else empty
     int rows = 0;
     bool image_input = false;      // whether the examples are pixels (else tokens)
-    MixSettings mixing;            // mixup and cutmix of an image task's training batches (tasks/mix.h): off unless set
+    MixSettings mixing;            // mixup and cutmix of an image task's training batches (recipe/mix.h): off unless set
 
     // room for B rows; `positions` (T) is the loss mask of one example (empty: no mask)
     void shape(const Task& task, int B, const std::vector<float>& positions) {
@@ -40,7 +40,7 @@ struct Batch {
 
 // The training batch of step `step`: examples step*B .. step*B+B-1 of the seeded epoch order.
 // Row b's draw is example_draw(seed, step, b). With batch.mixing on, the batch is then mixed with
-// itself flipped, as mix_draw(seed, step) draws (tasks/mix.h), unless that draw leaves it as it is.
+// itself flipped, as mix_draw(seed, step) draws (recipe/mix.h), unless that draw leaves it as it is.
 inline void training_batch(const Task& task, EpochOrder& order, int64_t step, Batch& batch) {
     for (int b = 0; b < batch.rows; b++)
         task.train_example(order.example(step * batch.rows + b), example_draw(order.seed, step, b),

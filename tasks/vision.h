@@ -6,9 +6,9 @@
 //     x = (pixel / 255 - mean_c) / std_c
 //   - a training example is augmented, every choice drawn from the example's draw key, so that
 //     the pixels of step s are a pure function of (seed, s, row); evaluation examples are not.
-//     In turn: RandAugment on the 8-bit image (tasks/randaugment.h; off unless asked), the
+//     In turn: RandAugment on the 8-bit image (recipe/randaugment.h; off unless asked), the
 //     normalisation, a random crop with `pad` pixels of padding and a random horizontal flip
-//     (tasks/augment.h), then random erasing (off unless asked). timm's order but for the crop
+//     (recipe/augment.h), then random erasing (off unless asked). timm's order but for the crop
 //     and flip, which timm applies first, to the raw image
 //   - G, the prior's structure (2-D locality): patch (r, c) may attend to patch (r', c') when
 //     |r - r'| <= k/2 and |c - c'| <= k/2 (a k x k neighbourhood, k odd); CLS attends to every
@@ -20,9 +20,9 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-#include "tasks/augment.h"      // augment_image, random_erase
+#include "recipe/augment.h"      // augment_image, random_erase
 #include "tasks/image_files.h"  // ImageData, ImageSet
-#include "tasks/randaugment.h"  // ByteImage, randaugment
+#include "recipe/randaugment.h"  // ByteImage, randaugment
 #include "tasks/task.h"         // Task, Scorer, ExampleSlot
 
 struct VisionSettings {

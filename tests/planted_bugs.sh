@@ -108,13 +108,13 @@ plant host-read model.cuh \
 plant host-write model.cuh \
     's/^        device_copy(model.step_log, &cleared, sizeof cleared, cudaMemcpyHostToDevice);$/        *model.step_log = cleared;/' \
     "a whole training step on the GPU matches the CPU*"
-plant pinned-refill layers/device_step.cuh \
+plant pinned-refill gpu/device_step.cuh \
     '/^    cudaCheck(cudaEventSynchronize(b.copied\[b.next\]));$/d' \
     "training steps replayed from a captured graph*"
 plant capture-copy run/step.cuh \
     's/^    model_log_step(model);$/    model_log_step(model);\n    (void)model_read_loss(model);/' \
     "training steps replayed from a captured graph*"
-plant capture-legacy layers/common.cuh \
+plant capture-legacy layers/device.cuh \
     's/cudaMemsetAsync(p, 0, count \* sizeof(float), gpu_stream())/cudaMemsetAsync(p, 0, count * sizeof(float), nullptr)/' \
     "training steps replayed from a captured graph*"
 exit $status

@@ -1,14 +1,14 @@
-// Data augmentation: the crop and flip by hand, and what the keys draw (tasks/augment.h); each
+// Data augmentation: the crop and flip by hand, and what the keys draw (recipe/augment.h); each
 // RandAugment op by hand on small images, with PIL's rounding, and the op, coin, magnitude and
-// sign that the keys draw (tasks/randaugment.h); random erasing's rectangle and noise; and the
+// sign that the keys draw (recipe/randaugment.h); random erasing's rectangle and noise; and the
 // vision task's pipeline, which with both off gives the pixels it gave before they existed.
 #include <cmath>
 #include <cstring>
 #include <set>
 #include <vector>
 #include <doctest/doctest.h>
-#include "tasks/augment.h"
-#include "tasks/randaugment.h"
+#include "recipe/augment.h"
+#include "recipe/randaugment.h"
 #include "tasks/vision.h"
 #include "thrown.h"
 

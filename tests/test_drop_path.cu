@@ -1,4 +1,4 @@
-// Drop-path (layers/drop_path.cuh, --drop-path): the factors' law (each 0 or 1/(1-p), mean 1, the
+// Drop-path (recipe/drop_path.cuh, --drop-path): the factors' law (each 0 or 1/(1-p), mean 1, the
 // drop rate p_l a linspace over depth, a pure function of the draw's indices), the layer's
 // gradient by finite differences in double, the model's gradient with drop-path on at a fixed
 // step, evaluation without drops, rate 0 as before; on the GPU (the emulation, or make gpu-check)
@@ -6,7 +6,7 @@
 // call. The CPU cases use test_model.cu's helpers, so they run in tests/unit_tests alone; the GPU
 // cases use test_gpu.cu's and test_gpu_graph.cu's, and run in tests/emulated_tests too.
 #include "test_util.h"
-#include "layers/drop_path.cuh"
+#include "recipe/drop_path.cuh"
 #include "run/step.cuh"  // training_step
 
 #ifndef MASKPRIOR_CUDA_EMULATION

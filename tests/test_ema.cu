@@ -1,11 +1,11 @@
-// The weights' moving average (layers/ema.cuh, --ema): the update by hand and through training
+// The weights' moving average (recipe/ema.cuh, --ema): the update by hand and through training
 // steps, evaluate_run's evaluation of the average against a second model whose parameters are
 // the average, the checkpoint and a resume bit-exact with it (killed and continued too), the
 // refusal of a checkpoint without it; on the GPU the update against the CPU, and evaluate_run's
 // parameters put back bit for bit under graphs. The CPU and command-line cases use
 // test_model.cu's and test_cli.cu's helpers, so they run in tests/unit_tests alone.
 #include "test_util.h"
-#include "layers/ema.cuh"
+#include "recipe/ema.cuh"
 #include "run/evaluate.cuh"  // evaluate, evaluate_run
 #include "run/step.cuh"      // training_step
 #include "tasks/boolean.h"

@@ -1,5 +1,5 @@
-// CUDA graphs (layers/graph.cuh, --cuda-graph) and the step without a host round trip
-// (layers/device_step.cuh, run/step.cuh): the emulation's graph API itself; and a replayed graph
+// CUDA graphs (gpu/graph.cuh, --cuda-graph) and the step without a host round trip
+// (gpu/device_step.cuh, run/step.cuh): the emulation's graph API itself; and a replayed graph
 // gives the same bits as the same work launched call by call, in training (a token model with
 // clipping under both kernel sets, an image classifier whose hits the step log counts, a
 // next-token model whose loss mask changes from batch to batch), in evaluation (forward passes

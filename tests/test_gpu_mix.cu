@@ -1,9 +1,9 @@
-// Mixed batches (mixup, cutmix: tasks/mix.h) on the GPU: the soft-target cross-entropy's kernels
+// Mixed batches (mixup, cutmix: recipe/mix.h) on the GPU: the soft-target cross-entropy's kernels
 // against the CPU loops, and training steps of an image model on mixed and unmixed batches: the
 // GPU's against the CPU's, and a replayed graph's against the same steps call by call. Uses
 // test_gpu.cu's and test_gpu_graph.cu's helpers (one translation unit); runs on a GPU and on the
 // CUDA emulation.
-#include "tasks/mix.h"
+#include "recipe/mix.h"
 
 TEST_CASE("GPU soft-target cross-entropy (mixed rows) matches the CPU, under both kernel versions" *
           doctest::skip(NO_GPU)) {

@@ -1,10 +1,10 @@
-// --profile's record of a GPU training step (layers/profile.h, run/profile.cuh): every launch,
+// --profile's record of a GPU training step (gpu/profile.h, gpu/profile_report.cuh): every launch,
 // copy and synchronisation of a step; the serial walks of the first kernel versions marked, and
 // none left with the second versions; one AdamW launch a step; every launcher's stated cost.
 // Included after test_gpu.cu, whose helpers it uses; make test runs it on the emulation, make
 // gpu-check on a GPU.
 #include <set>
-#include "run/profile.cuh"
+#include "gpu/profile_report.cuh"
 #include "run/step.cuh"
 
 // Two recorded training steps (as main.cu runs them: training_step, run/step.cuh, clipping on) of a

@@ -1,4 +1,4 @@
-// Mixup and cutmix (tasks/mix.h) and the soft-target cross-entropy they train with (layers/loss.cuh):
+// Mixup and cutmix (recipe/mix.h) and the soft-target cross-entropy they train with (layers/loss.cuh):
 // the pixels and targets of a 4-row batch by hand, cutmix's box and corrected λ, the Gamma and
 // Beta samplers' moments over many keys, the coins' frequencies, the mixed loss by hand and its
 // gradient by finite differences in double, the training batch of a vision task mixed as drawn;
@@ -9,7 +9,7 @@
 #include "layers/loss.cuh"
 #include "run/safetensors.h"
 #include "tasks/batch.h"
-#include "tasks/mix.h"
+#include "recipe/mix.h"
 #include "tasks/vision.h"
 
 TEST_CASE("mixup: a 4-row batch with λ = 0.25 mixes each row with its mirror row, pixels and targets") {

@@ -12,7 +12,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include "layers/common.cuh"
+#include "layers/kernels.h"  // Kernels
+#include "layers/launch.cuh"  // launch_kernel, buffers, Device, gpu_count, cudaCheck
+#include "layers/rng.h"      // Rng
 #include "run/pictures.h"  // stb_image_write: stbi_write_png
 #include "temp_dir.h"
 

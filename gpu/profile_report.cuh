@@ -1,11 +1,11 @@
-// run/profile.cuh: --profile N, where the time of a GPU training step goes. After one warm-up
+// gpu/profile_report.cuh: --profile N, where the time of a GPU training step goes. After one warm-up
 // step (which allocates what the layers allocate on first use), N training steps run with every
-// launch, cuBLAS call, copy and synchronisation recorded (layers/profile.h); then one table by
+// launch, cuBLAS call, copy and synchronisation recorded (gpu/profile.h); then one table by
 // kernel and launch configuration, and one line per step.
 //
 // On a GPU each call's time comes from the CUDA events around it. On the CPU emulation there are
 // no times; what the table shows there is what a learner without a GPU can see: each launch's
-// threads and walk, and its lower bound on an H200 (layers/profile.h: bytes / bandwidth, FLOPs /
+// threads and walk, and its lower bound on an H200 (gpu/profile.h: bytes / bandwidth, FLOPs /
 // peak, one launch latency; a bound from the datasheet, never a measurement). A launch marked
 // "serial" has fewer threads than the H200 has lanes while each walks more than SERIAL_WALK
 // elements in turn: most of the GPU idles while a few threads walk.
@@ -14,8 +14,9 @@
 #include <map>
 #include <string>
 #include <vector>
-#include "layers/common.cuh"  // device_sync, GPU_EMULATED, now_seconds, profiler
-#include "layers/profile.h"   // Profiler, ProfiledCall, H200, lower_bound_seconds, is_serial_launch
+#include "gpu/cuda.cuh"       // GPU_EMULATED
+#include "layers/device.cuh"  // Device, device_sync, now_seconds
+#include "gpu/profile.h"      // Profiler, ProfiledCall, H200, lower_bound_seconds, is_serial_launch
 
 // The calls of one kind: a kernel with one launch configuration, or one named cuBLAS product
 struct ProfileRow {

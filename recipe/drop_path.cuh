@@ -1,4 +1,4 @@
-// layers/drop_path.cuh: stochastic depth (drop-path; Huang et al. 2016, as timm's VisionTransformer
+// recipe/drop_path.cuh: stochastic depth (drop-path; Huang et al. 2016, as timm's VisionTransformer
 // applies it): in a training pass each of a block's two residual branches is, per example, dropped
 // or kept and scaled up, so that its expectation is unchanged:
 //   x_mid = x + f[l,0,b] · proj,   x_out = x_mid + f[l,1,b] · mlp_proj        (model.cuh)
@@ -8,12 +8,12 @@
 // forward pass draws factors only when it trains: model_forward_state).
 // The factors are a pure function of (seed, step, layer, branch, row), drawn on the device at
 // the start of each training forward pass from the step index the batch block holds
-// (StepScalars::step, layers/device_step.cuh): a captured step (--cuda-graph) replays with each
+// (StepScalars::step, gpu/device_step.cuh): a captured step (--cuda-graph) replays with each
 // step's own factors, a resumed run draws what the uninterrupted one drew, and the CPU draws the
 // same bits with the same function.
 #pragma once
 #include <cstdint>
-#include "layers/common.cuh"  // Device, launch_kernel, ceil_div, BLOCK, buffer_alloc
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
 #include "layers/config.h"    // Config
 
 // The drop-path state of a model

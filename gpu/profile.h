@@ -1,17 +1,17 @@
-// layers/profile.h: what a GPU step does, recorded call by call for --profile (run/profile.cuh
-// prints it). While recording is on, every kernel launch (launch_kernel, layers/common.cuh),
+// gpu/profile.h: what a GPU step does, recorded call by call for --profile (gpu/profile_report.cuh
+// prints it). While recording is on, every kernel launch (launch_kernel, layers/launch.cuh),
 // every cuBLAS call, every copy between host and device and every synchronisation is written
 // down with its configuration and, where its caller states it, its cost (LaunchCost): the bytes
 // it must move, the floating-point operations it does, and the longest walk one of its threads
 // takes over elements in turn. On a GPU each call is also bracketed by two CUDA events, recorded
 // without synchronising and read after the last step.
 //
-// Recording is off except under --profile: a call then costs one test of a flag. layers/common.cuh
-// includes this file after the CUDA headers (or the emulation's), whose dim3 and cudaEvent_t it uses.
+// Recording is off except under --profile: a call then costs one test of a flag.
 #pragma once
 #include <algorithm>
 #include <string>
 #include <vector>
+#include "gpu/cuda.cuh"  // dim3, cudaEvent_t, cudaCheck
 
 // What a launch costs at the least, as its launcher states it from the shapes (never measured):
 //   bytes  each element it must read or write, once (what a perfect cache would still move)
@@ -65,7 +65,7 @@ struct ProfiledStep {
     size_t copies_to_device = 0, copies_to_host = 0, bytes_to_device = 0, bytes_to_host = 0;
     size_t async_copies = 0;      // of those copies, the ones on the stream (the host does not wait)
     size_t synchronisations = 0;  // device-wide waits and blocking copies to the host, each of which waits
-    size_t staging_waits = 0;     // waits for a pinned batch copy to be free (layers/device_step.cuh)
+    size_t staging_waits = 0;     // waits for a pinned batch copy to be free (gpu/device_step.cuh)
 };
 
 struct Profiler {

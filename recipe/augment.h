@@ -1,11 +1,11 @@
-// tasks/augment.h: the data augmentation of image training (host only, no CUDA, nothing of the
+// recipe/augment.h: the data augmentation of image training (host only, no CUDA, nothing of the
 // model): a random crop with zero padding and a random horizontal flip of one image, as in the
 // standard CIFAR / ImageNet recipes, and random erasing, on channel-first float images (C, H, W).
 //   crop:  dst[c][y][x] = src[c][y + dy][x + dx], or 0 where that falls outside the image;
 //          dy, dx each uniform over the integers -pad .. pad (as padding by `pad` and cropping back)
 //   flip:  with probability 1/2, x -> W - 1 - x after the crop
 //   erase: with probability p, one rectangle replaced by standard normal noise (random_erase)
-// (RandAugment, on the 8-bit image before the normalisation, is tasks/randaugment.h.)
+// (RandAugment, on the 8-bit image before the normalisation, is recipe/randaugment.h.)
 // The caller passes NORMALISED pixels ((raw - mean) / std per channel), so the padding, 0, is
 // the data set's mean colour. (torchvision pads raw pixels with black instead; augment the raw
 // pixels and normalise after to get that.)

@@ -1,4 +1,4 @@
-// layers/ema.cuh: an exponential moving average of the weights (EMA; timm's ModelEma, with which
+// recipe/ema.cuh: an exponential moving average of the weights (EMA; timm's ModelEma, with which
 // the Vision Transformer recipe evaluates). It starts as the parameters at step 0 and follows
 // them after every optimizer step:
 //   ema = D · ema + (1 - D) · params        D: the decay (--ema; timm's 0.9999)
@@ -7,7 +7,7 @@
 // Checkpoints hold it as "ema.<name>" (run/checkpoint.h); each evaluation also evaluates it
 // (run/evaluate.cuh, evaluate_run).
 #pragma once
-#include "layers/common.cuh"  // Device, launch_kernel, ceil_div, BLOCK, buffer_alloc, buffer_copy
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
 
 struct WeightAverage {
     float decay = 0;           // D; 0: off, and no operation of this file runs

@@ -1,4 +1,4 @@
-// layers/graph.cuh: CUDA graphs, for a step whose hundreds of launches would otherwise each cost
+// gpu/graph.cuh: CUDA graphs, for a step whose hundreds of launches would otherwise each cost
 // the host a few microseconds (Kernels::graph, --cuda-graph).
 //
 // What it teaches. A small model's step on a GPU is set by launch latency, not by its FLOPs:
@@ -9,7 +9,7 @@
 // What the capture records is fixed: each launch's grid and arguments, each copy's pointers and
 // sizes, each library call's operands. So the captured code must read every value that changes
 // from step to step from device memory at a fixed address (the batch block and the step's
-// scalars, layers/device_step.cuh), must not wait for the GPU or read a result (CUDA refuses a
+// scalars, gpu/device_step.cuh), must not wait for the GPU or read a result (CUDA refuses a
 // synchronous copy during a capture), and must not allocate. One graph is captured per shape of
 // the work (the training step; a forward pass of so many rows) and replayed at every later use.
 //
@@ -22,7 +22,9 @@
 #pragma once
 #include <map>
 #include <string>
-#include "layers/common.cuh"  // cudaCheck, gpu_stream, profiler
+#include "gpu/cuda.cuh"     // cudaGraph_t, cudaCheck, GPU_EMULATED
+#include "gpu/profile.h"    // profiler: a launch of the graph is one recorded call
+#include "gpu/stream.cuh"   // gpu_stream: what is captured, and where the graph is launched
 
 struct CapturedGraph {
     int uses = 0;  // the times the shape has come

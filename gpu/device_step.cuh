@@ -1,8 +1,8 @@
-// layers/device_step.cuh: what a step on the GPU keeps on the device, so that the host waits for
+// gpu/device_step.cuh: what a step on the GPU keeps on the device, so that the host waits for
 // it only where it reads a result (a logging, evaluation or checkpoint step), never in between:
 //   - the batch block (DeviceBatch): a batch's inputs (token ids or pixels, targets, the loss
 //     mask, the token rows of the embedding's kernel 2, a mixed image batch's second classes and
-//     weights: tasks/mix.h) and the step's scalars (StepScalars), in
+//     weights: recipe/mix.h) and the step's scalars (StepScalars), in
 //     one device allocation at fixed addresses, filled by one asynchronous copy from one of two
 //     pinned host copies of it: the host fills one while the other's copy may still be queued;
 //   - the mean loss, summed on the device in a fixed order (loss_mean_kernel1);
@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include "layers/adamw.cuh"   // AdamWStep
-#include "layers/common.cuh"  // cudaCheck, gpu_stream, device_copy_async, launch_kernel
+#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
 
 // What the host hands the device with each batch
 struct StepScalars {
@@ -107,10 +107,10 @@ inline void device_batch_upload(DeviceBatch& b) {
 
 // ----------------------------------------------------------------------------
 // the mean loss on the device: mean = sum_r losses[r] / count, the sum in double in a fixed
-// order (block_strided_sum, layers/common.cuh: one block, thread t adding rows t, t + 256, ...,
+// order (block_strided_sum, layers/launch.cuh: one block, thread t adding rows t, t + 256, ...,
 // then a tree); count is one float on the device
 
-constexpr int LOSS_MEAN_THREADS = 256;  // a power of two: block_tree_sum's tree (layers/common.cuh)
+constexpr int LOSS_MEAN_THREADS = 256;  // a power of two: block_tree_sum's tree (layers/launch.cuh)
 
 __global__ void __launch_bounds__(LOSS_MEAN_THREADS)
 loss_mean_kernel1(float* __restrict__ mean, const float* __restrict__ losses, int R, const float* __restrict__ count) {
@@ -130,7 +130,7 @@ inline void loss_mean_gpu(float* mean, const float* losses, int R, const float* 
 // the step log: after each training step, its loss, whether it is the first that is not finite,
 // and (classes > 0) the top-1 hits of its logits. The top class is the first of the largest
 // logits, as std::max_element finds it (tasks/task.h, top_class). A hit is against the row's
-// target class; in a mixed batch (tasks/mix.h) that is the row's own class, of weight λ.
+// target class; in a mixed batch (recipe/mix.h) that is the row's own class, of weight λ.
 
 __host__ __device__ inline int top_class_of(const float* row, int classes) {
     int best = 0;

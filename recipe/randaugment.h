@@ -1,5 +1,5 @@
-// tasks/randaugment.h: RandAugment (Cubuk, Zoph, Shlens, Le 2020) on one 8-bit image before it is
-// normalised (host only, no CUDA: data, like tasks/augment.h), as timm runs it in the Vision
+// recipe/randaugment.h: RandAugment (Cubuk, Zoph, Shlens, Le 2020) on one 8-bit image before it is
+// normalised (host only, no CUDA: data, like recipe/augment.h), as timm runs it in the Vision
 // Transformer's recipe, "rand-m9-mstd0.5-inc1" (timm/data/auto_augment.py):
 //   - N ops (--randaugment-ops, 2), each drawn uniformly from the 14 below, with replacement
 //   - each applied with probability 1/2, at the magnitude m = clip(M + 0.5 z, 0, 10), z ~ N(0, 1),
@@ -19,7 +19,7 @@
 //     normalisation's mean) (timm's bare default, (128, 128, 128), is for no particular data);
 //     normalised, that fill is about 0, the colour of the random crop's padding
 //   - it runs before the random crop and flip, which timm applies first, on the raw image: here
-//     the crop pads the normalised pixels (tasks/augment.h), so it follows the normalisation
+//     the crop pads the normalised pixels (recipe/augment.h), so it follows the normalisation
 // Images have 1 or 3 channels (the loaders give no others): 3 are R, G, B.
 //
 // The draw is a pure function of a 64-bit key (word k is splitmix64(key + k)): no generator
@@ -29,7 +29,7 @@
 #include <cmath>
 #include <cstdint>
 #include <vector>
-#include "tasks/augment.h"  // key_uniform, key_normal
+#include "recipe/augment.h"  // key_uniform, key_normal
 #include "tasks/task.h"     // splitmix64
 
 // An 8-bit image: pixels (channels, height, width), channel-first, 0..255

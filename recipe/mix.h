@@ -1,6 +1,6 @@
-// tasks/mix.h: mixup and cutmix, the batch-level augmentation of the Vision Transformer's recipe
+// recipe/mix.h: mixup and cutmix, the batch-level augmentation of the Vision Transformer's recipe
 // (timm's Mixup in its 'batch' mode; host only, no CUDA, nothing of the model). After each
-// example's own augmentation (tasks/augment.h), the batch is mixed with itself flipped: row b
+// example's own augmentation (recipe/augment.h), the batch is mixed with itself flipped: row b
 // with row B-1-b, under one weight λ ~ Beta(α, α) for the whole batch:
 //   mixup:  x_b = λ x_b + (1 - λ) x_{B-1-b}
 //   cutmix: a box of about (1 - λ) of the image, pasted from x_{B-1-b} into x_b; λ becomes

@@ -1,0 +1,78 @@
+// gpu/cuda.cuh: CUDA itself, for the rest of the program: the CUDA and cuBLAS headers (or, built
+// by the host compiler with MASKPRIOR_CUDA_EMULATION, the emulation of emu/ in their place),
+// whether the GPU is emulated, the error checks (CUDA errors are bugs, not input: cudaCheck and
+// cublasCheck stop the program with file:line), how many GPUs there are, and whether the GPU is
+// the one the code was built for.
+#pragma once
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#ifdef MASKPRIOR_CUDA_EMULATION  // the host compiler, without a GPU: emu/ runs the kernels on the CPU
+#include "emu/cuda_emulation.h"
+#include "emu/cublas_emulation.h"
+#include "emu/cublaslt_emulation.h"
+constexpr bool GPU_EMULATED = true;
+#else
+#include <cublas_v2.h>
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+constexpr bool GPU_EMULATED = false;
+#endif
+#include "layers/errors.h"  // fail: a GPU older than the build is bad input
+
+// ----------------------------------------------------------------------------
+// errors: CUDA errors are bugs, and stop the program with file:line
+
+inline void cuda_check(cudaError_t err, const char* file, int line) {
+    if (err != cudaSuccess) {
+        fprintf(stderr, "maskprior: CUDA error at %s:%d: %s\n", file, line, cudaGetErrorString(err));
+        exit(1);
+    }
+}
+#define cudaCheck(err) cuda_check((err), __FILE__, __LINE__)
+
+inline void cublas_check(cublasStatus_t status, const char* file, int line) {
+    if (status != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "maskprior: cuBLAS error %d at %s:%d\n", (int)status, file, line);
+        exit(1);
+    }
+}
+#define cublasCheck(status) cublas_check((status), __FILE__, __LINE__)
+
+// Number of usable CUDA devices; 0 when there is no driver or no GPU (never an error).
+inline int gpu_count() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();  // clear the sticky "no device" error
+        return 0;
+    }
+    return n;
+}
+
+// The compute capability the GPU code was built for (make ARCH=...; 0 under the emulation)
+#ifndef MASKPRIOR_CUDA_ARCH
+#define MASKPRIOR_CUDA_ARCH 0
+#endif
+
+// What to say when the GPU (compute capability `present`, 80 for sm_80) is not the one the code
+// was built for (`built`): "" when it is; for an older GPU, which cannot run the code at all, an
+// error; for a newer one, which compiles the binary's PTX at start-up, a note (is_error false).
+inline std::string gpu_arch_mismatch(int built, int present, bool* is_error) {
+    *is_error = present < built;
+    if (present == built) return "";
+    const std::string line = "built for sm_" + std::to_string(built) + ", this GPU is sm_" + std::to_string(present);
+    if (*is_error) return line + ": make ARCH=" + std::to_string(present);
+    return line + ": its PTX is compiled at start-up (make ARCH=" + std::to_string(present) + " builds for it)";
+}
+
+// The line above, at start-up on a GPU: an error fails, a note goes to stderr
+inline void check_gpu_arch() {
+    if (MASKPRIOR_CUDA_ARCH == 0) return;
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    bool is_error = false;
+    const std::string line = gpu_arch_mismatch(MASKPRIOR_CUDA_ARCH, prop.major * 10 + prop.minor, &is_error);
+    if (is_error) fail("%s", line.c_str());
+    if (!line.empty()) fprintf(stderr, "maskprior: note: %s\n", line.c_str());
+}
+
