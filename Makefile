@@ -14,8 +14,7 @@
 #                   catch, the same run's bytes from two vector widths, runs killed and continued,
 #                   every parser's fuzzer for a few seconds, the schedulers, gpu-check's way of
 #                   running the GPU tests on a planted crash (CI runs this)
-#   make HOST_MARCH=x86-64-v3  the host code for any AVX2 CPU (default native); CPU_REFERENCE=1
-#                   the plain reference loops on the CPU in place of the fast paths (same bits)
+#   make HOST_MARCH=x86-64-v3  the host code for any AVX2 CPU (default native)
 #   make ARCH=80    GPU code for another compute capability (default: this machine's GPU, else 90)
 #   make CUDA_HOME=/usr/local/cuda-13.0  that CUDA's nvcc (default: nvcc on PATH);
 #                   EXTRA_NVCCFLAGS="..." more nvcc flags (say -lineinfo for a profiler)
@@ -92,20 +91,18 @@ LM_ARGS ?=
 # -fno-trapping-math: no program here reads the floating-point exception flags, so the compiler
 # may turn a comparison into a vector select (vexp's range checks); no value changes.
 HOST_MARCH ?= native
-# CPU_REFERENCE=1: the CPU runs the plain reference loops instead of the fast paths (same bits)
-CPU_REFERENCE ?=
 # the C compiler of tools/fma_peak (make bench)
 HOST_CC   ?= gcc
 # The settings that shape a build without being files: .build-settings (git-ignored) holds the
 # last ones, so that `make HOST_MARCH=x86-64-v3` or `make ARCH=100` rebuilds what they shape.
-BUILD_SETTINGS := HOST_MARCH=$(HOST_MARCH) ARCH=$(ARCH) CPU_REFERENCE=$(CPU_REFERENCE)
+BUILD_SETTINGS := HOST_MARCH=$(HOST_MARCH) ARCH=$(ARCH)
 $(shell [ "$$(cat .build-settings 2>/dev/null)" = "$(BUILD_SETTINGS)" ] || echo "$(BUILD_SETTINGS)" > .build-settings)
 # what --version prints: the commit and the settings above
 VERSION_DEFINES = -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"' -DMASKPRIOR_BUILD_SETTINGS='"$(BUILD_SETTINGS)"'
 GENCODE   = -gencode arch=compute_$(ARCH),code=[sm_$(ARCH),compute_$(ARCH)]
 INCLUDES  = -I. $(if $(EXTRA_INCLUDE),-I$(EXTRA_INCLUDE))
 NVCCFLAGS = -O3 -std=c++17 $(GENCODE) -DMASKPRIOR_CUDA_ARCH=$(ARCH) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses \
-            $(VERSION_DEFINES) $(if $(CPU_REFERENCE),-DMASKPRIOR_CPU_REFERENCE) $(EXTRA_NVCCFLAGS)
+            $(VERSION_DEFINES) $(EXTRA_NVCCFLAGS)
 # cuBLAS (matmul version 1) and cuBLASLt (version 2, layers/matmul_lt.cuh)
 LDLIBS    = -lcublas -lcublasLt -lgomp -lz
 HEADERS   = $(wildcard *.cuh attention/*.h attention/*.cuh cpu_fast/*.h gpu/*.h gpu/*.cuh layers/*.h layers/*.cuh prior/*.h \

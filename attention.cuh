@@ -9,14 +9,14 @@
 // log σ(m) = min(m, 0) - log1p(exp(-|m|)) is stable for any m and always <= 0: the mask can
 // only down-weight a key. Its derivative is σ(-m).
 //
+// What runs what you read: `--cpu-kernel 1` runs these CPU loops (the default, 2, runs their twins
+// in cpu_fast/, held to the same bits), and a GPU runs kernel 1 below (`--attention-kernel 1`).
 // Below: the forward, the backward and the mask gradient dM, each under its math, as row functions
-// that the CPU loops and GPU kernel 1 both call, so both devices run the same code. On the CUDA
-// emulation (emu/: the host compiler, -ffp-contract=off, glibc's exp and log1p) kernel 1 gives
-// the loops' very bits; on a GPU, nvcc fuses a·b + c into one rounding (FMA) and the device's exp
-// and log1p are not glibc's, so the two agree within the GPU tests' tolerances. The
-// faster versions build on them: the CPU's (the same bits) in cpu_fast/attention.h, the GPU's in
-// attention/, whose versions.cuh has attention_forward and attention_backward, the model's calls.
-//
+// that the CPU loops and GPU kernel 1 both call. On the CUDA emulation (emu/: the host compiler,
+// -ffp-contract=off, glibc's exp and log1p) kernel 1 gives the loops' very bits; on a GPU, nvcc
+// fuses a·b + c into one rounding (FMA) and the device's exp and log1p are not glibc's, so the two
+// agree within the GPU tests' tolerances. The GPU's faster versions are in attention/, whose
+// versions.cuh has attention_forward and attention_backward, the model's calls.
 // One qkv row (3·NH·HS floats): all heads' q, then all k, then all v (head h's q at h·HS, its k at
 // NH·HS + h·HS, its v at 2·NH·HS + h·HS). An output row (NH·HS) is the heads' y side by side.
 #pragma once
@@ -34,7 +34,6 @@ template <typename F>
 __host__ __device__ inline F log_sigmoid(F m) { return (m < F(0) ? m : F(0)) - log1p(exp(-fabs(m))); }
 template <typename F>
 __host__ __device__ inline F sigmoid_of_minus(F m) { return F(1) / (F(1) + exp(m)); }  // σ(-m): log σ's slope
-
 // The multiply-adds of Q K^T (or A V): whether the CPU loops are worth their threads (worth_threads)
 inline size_t attention_work(AttentionShape s) { return (size_t)s.B * s.NH * s.T * s.T * s.HS; }
 
@@ -55,8 +54,8 @@ struct RowIndex { int b, h, i; };
 __device__ inline RowIndex row_index(int r, AttentionShape s) { return {r / (s.T * s.NH), r / s.T % s.NH, r % s.T}; }
 
 // ----------------------------------------------------------------------------
-// forward. First the mask term log σ(M), once per call (the same for every batch row and, shared,
-// every head: inside each score its log and exp would run B·NH times). Then per query row i:
+// forward. First the mask term log σ(M), once per call (in every score it would run B·NH times),
+// then per query row i:
 //   S_ij = q_i . k_j / sqrt(HS) + log σ(M_ij)   for the keys j <= last (last = i when causal)
 //   A_ij = exp(S_ij - max_k S_ik) / sum_k exp(S_ik - max_k S_ik),   0 beyond last
 //   y_i  = sum_j A_ij v_j
@@ -151,10 +150,9 @@ __global__ void attention_forward_kernel1(float* __restrict__ out, float* __rest
 //   A_i,: = softmax(S_i,:)     ->  dS_ij = A_ij (dA_ij - sum_k A_ik dA_ik)
 //   S_ij = q_i . k_j / sqrt(HS) ->  dq_i += sum_j dS_ij k_j / sqrt(HS) ; dk_j += sum_i dS_ij q_i / sqrt(HS)
 // In two passes, so that no two threads add into the same number: per query row i (dA, dS, dq),
-// then per key column j (dk, dv: sums over the queries). dS is one (B, NH, T, T) buffer, dscores;
-// dA is never stored: row i of dA waits in row i of dscores until the softmax's backward turns it
-// into dS. With dout = nullptr, dscores comes in holding dS (a loss on the scores themselves, as
-// the qk-opt init puts there): the row pass then only computes dq, and dv is not touched.
+// then per key column j (dk, dv). dS is one (B, NH, T, T) buffer, dscores, where row i of dA waits
+// until the softmax's backward turns it into dS. With dout = nullptr, dscores holds dS already (a
+// loss on the scores, qk-opt's): the row pass then only computes dq, and dv is not touched.
 
 // dS_i,: from dA_i,:, in place (0 where A is 0: causal)
 template <typename F>
@@ -223,8 +221,7 @@ __host__ __device__ inline void attention_column_backward(F* dqkv, const F* dsco
 // the prior stays (docs/method.md).
 template <typename F>
 __host__ __device__ inline void attention_mask_entry_backward(F* dmask, const F* dscores, const F* mask,
-                                                              AttentionShape s, int m) {
-    // m indexes the mask: (mask_heads, T, T)
+                                                              AttentionShape s, int m) {  // m: (mask_heads,T,T)
     const int TT = s.T * s.T, ij = m % TT, mh = m / TT;
     const int h_first = s.mask_heads == 1 ? 0 : mh, h_last = s.mask_heads == 1 ? s.NH - 1 : mh;
     F sum = 0;

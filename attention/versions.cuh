@@ -1,6 +1,7 @@
 // attention/versions.cuh: the GPU versions of attention in one table, and attention_forward and
-// attention_backward, the calls the model makes: on the CPU the loops of attention.cuh (or their
-// fast twin, the same bits), on the GPU the version that the caller's Kernels name.
+// attention_backward, the calls the model makes: on the CPU the loops of attention.cuh (Kernels::cpu
+// 1) or their fast twin in cpu_fast/ (2, the default: the same bits), on the GPU the version that
+// the caller's Kernels name.
 //
 // Each version adds one idea to the one before, in a file of its own whose header says what it
 // teaches; dev/ checks and times them side by side (dev/README.md). To add version N+1: write
@@ -83,8 +84,8 @@ inline const AttentionKernel& attention_kernel(const Kernels& kernels, Attention
 inline void attention_forward(Device dev, const Kernels& kernels, float* out, float* att, const float* qkv,
                               const float* mask, float* mask_term, AttentionShape s) {
     if (dev == DEVICE_CPU)
-        return CPU_REFERENCE ? attention_forward_cpu(out, att, qkv, mask, mask_term, s)
-                             : attention_forward_cpu_fast(out, att, qkv, mask, mask_term, s);
+        return kernels.cpu == 1 ? attention_forward_cpu(out, att, qkv, mask, mask_term, s)
+                                : attention_forward_cpu_fast(out, att, qkv, mask, mask_term, s);
     const AttentionKernel& version = attention_kernel(kernels, s);
     if (s.mask_heads) {
         const int count = s.mask_heads * s.T * s.T;
@@ -99,7 +100,7 @@ inline void attention_backward(Device dev, const Kernels& kernels, float* dqkv, 
                                const float* dout, const float* qkv, const float* att, const float* mask,
                                AttentionShape s) {
     if (dev == DEVICE_CPU)
-        return CPU_REFERENCE ? attention_backward_cpu(dqkv, dmask, dscores, dout, qkv, att, mask, s)
-                             : attention_backward_cpu_fast(dqkv, dmask, dscores, dout, qkv, att, mask, s);
+        return kernels.cpu == 1 ? attention_backward_cpu(dqkv, dmask, dscores, dout, qkv, att, mask, s)
+                                : attention_backward_cpu_fast(dqkv, dmask, dscores, dout, qkv, att, mask, s);
     attention_kernel(kernels, s).backward(dqkv, dmask, dscores, dout, qkv, att, mask, s);
 }

@@ -213,8 +213,8 @@ inline LaunchCost layernorm_cost(bool backward, bool warp_per_row, int N, int C)
 inline void layernorm_forward(Device dev, const Kernels& kernels, float* out, float* mean, float* rstd,
                               const float* inp, const float* weight, const float* bias, int N, int C) {
     if (dev == DEVICE_CPU)
-        return CPU_REFERENCE ? layernorm_forward_cpu(out, mean, rstd, inp, weight, bias, N, C)
-                             : layernorm_forward_cpu_fast(out, mean, rstd, inp, weight, bias, N, C, LN_EPS);
+        return kernels.cpu == 1 ? layernorm_forward_cpu(out, mean, rstd, inp, weight, bias, N, C)
+                                : layernorm_forward_cpu_fast(out, mean, rstd, inp, weight, bias, N, C, LN_EPS);
     const LaunchCost cost = layernorm_cost(false, kernels.fast_layers, N, C);
     if (kernels.fast_layers)
         launch_kernel<layernorm_forward_kernel2>(cost, ceil_div(N, LN_WARPS_PER_BLOCK), LN_WARPS_PER_BLOCK * WARP, 0,
@@ -228,8 +228,9 @@ inline void layernorm_backward(Device dev, const Kernels& kernels, float* dinp, 
                                const float* dout, const float* inp, const float* weight, const float* mean,
                                const float* rstd, int N, int C) {
     if (dev == DEVICE_CPU)
-        return CPU_REFERENCE ? layernorm_backward_cpu(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C)
-                             : layernorm_backward_cpu_fast(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+        return kernels.cpu == 1
+                   ? layernorm_backward_cpu(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C)
+                   : layernorm_backward_cpu_fast(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
     const LaunchCost cost = layernorm_cost(true, kernels.fast_layers, N, C);
     if (kernels.fast_layers)
         launch_kernel<layernorm_backward_dinp_kernel2>(cost, ceil_div(N, LN_WARPS_PER_BLOCK), LN_WARPS_PER_BLOCK * WARP,

@@ -192,15 +192,15 @@ inline void matmul_backward_gpu(const Kernels& kernels, float* dinp, float* dwei
 inline void matmul_forward(Device dev, const Kernels& kernels, float* out, const float* inp, const float* weight,
                            const float* bias, int N, int C, int OC) {
     if (dev == DEVICE_CPU)
-        return CPU_REFERENCE ? matmul_forward_cpu(out, inp, weight, bias, N, C, OC)
-                             : matmul_forward_cpu_fast(out, inp, weight, bias, N, C, OC);
+        return kernels.cpu == 1 ? matmul_forward_cpu(out, inp, weight, bias, N, C, OC)
+                                : matmul_forward_cpu_fast(out, inp, weight, bias, N, C, OC);
     matmul_forward_gpu(kernels, out, inp, weight, bias, N, C, OC);
 }
 
 inline void matmul_backward(Device dev, const Kernels& kernels, float* dinp, float* dweight, float* dbias,
                             const float* dout, const float* inp, const float* weight, int N, int C, int OC) {
     if (dev == DEVICE_CPU)
-        return CPU_REFERENCE ? matmul_backward_cpu(dinp, dweight, dbias, dout, inp, weight, N, C, OC)
-                             : matmul_backward_cpu_fast(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+        return kernels.cpu == 1 ? matmul_backward_cpu(dinp, dweight, dbias, dout, inp, weight, N, C, OC)
+                                : matmul_backward_cpu_fast(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
     matmul_backward_gpu(kernels, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }

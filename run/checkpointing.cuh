@@ -157,6 +157,7 @@ struct Checkpointer {
                  last_good().c_str());
         meta["step"] = std::to_string(step);
         meta["weight_decay_on"] = weight_decay_on(model);
+        meta["kernels"] = kernels_text(model.dev, model.kernels);  // recorded, not matched: a run may go on with others
         meta["train_correct"] = std::to_string(train_accuracy.correct);
         meta["train_seen"] = std::to_string(train_accuracy.seen);
         try {

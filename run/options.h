@@ -33,9 +33,10 @@ struct Options {
     int width = 32, layers = 2, heads = 2, head_size = 16, mlp = 32;
     float mask_c = 6.0f;
     bool mask_per_head = false, causal = false, tf32 = false;
-    int attention_kernel = 0;  // the GPU's attention kernel version; 0: attention.cuh's default
+    int cpu_kernel = 0;        // the CPU's version: 1 the lesson's loops, 2 cpu_fast/; 0: the default (Kernels)
+    int attention_kernel = 0;  // the GPU's attention kernel version; 0: the default (layers/kernels.h, Kernels)
     int matmul_kernel = 0;     // the GPU's matmul version; 0: the default (layers/kernels.h, Kernels)
-    bool cuda_graph = false;   // the training step as one CUDA graph (run/graph.cuh)
+    bool cuda_graph = false;   // the training step as one CUDA graph (gpu/graph.cuh)
     bool fast_kernels = false;  // the GPU's second kernel versions of the other layers (layers/kernels.h)
     std::string mask_structure, prior_layers = "all";
     int64_t qk_opt_steps = 2000;
@@ -187,6 +188,9 @@ training
                       params after every step (timm: 0.9999): ema_* metrics (0)
   --seed S            fixes init, data order and so the whole run      (1)
   --device D          auto | cpu | cuda (auto: the GPU if there is one) (auto)
+  --cpu-kernel N      the CPU's matmul, attention and LayerNorm: 1 the lesson's
+                      plain loops (attention.cuh, layers/), 2 their fast twins
+                      (cpu_fast/); the same bits either way             (2)
   --tf32              allow TF32 matmuls on the GPU (off: plain fp32)
   --attention-kernel N  the GPU's attention kernels (docs/kernels.md); every
                       version computes the same attention, to rounding ({attention_default})
@@ -365,7 +369,7 @@ static const char* VALUED[] = {
     "--data-dir", "--patch", "--pool", "--mask-window", "--crop-pad", "--resize", "--schedule", "--warmup", "--min-lr",
     "--clip-grad", "--label-smoothing", "--seq-len", "--eval-windows", "--mask-prior", "--generate", "--prompt",
     "--sample-tokens", "--temperature", "--top-k", "--checkpoint-every", "--attention-kernel", "--matmul-kernel",
-    "--list", "--profile", "--drop-path", "--ema", "--mixup", "--cutmix", "--mix-switch",
+    "--cpu-kernel", "--list", "--profile", "--drop-path", "--ema", "--mixup", "--cutmix", "--mix-switch",
     "--mix-prob", "--randaugment", "--randaugment-ops", "--random-erase"};
 
 // The command line as words, with each --flag=value as the two words --flag value; a valued
@@ -453,6 +457,7 @@ inline Options parse_options(int argc, char** argv) {
         else if (flag == "--mask-c") o.mask_c = (float)parse_real(flag, value, 0, false);
         else if (flag == "--eval-every") o.eval_every = parse_int(flag, value, 1);
         else if (flag == "--log-every") o.log_every = parse_int(flag, value, 1);
+        else if (flag == "--cpu-kernel") o.cpu_kernel = (int)parse_int(flag, value, 1);  // setup.cuh checks
         else if (flag == "--attention-kernel") o.attention_kernel = (int)parse_int(flag, value, 1);  // setup.cuh checks
         else if (flag == "--matmul-kernel") o.matmul_kernel = (int)parse_int(flag, value, 1);  // setup.cuh checks
         else if (flag == "--out") o.out = value;

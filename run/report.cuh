@@ -174,6 +174,7 @@ inline nlohmann::ordered_json metrics_json(nlohmann::ordered_json about, const E
     about["command"] = command;
     about["git_commit"] = MASKPRIOR_GIT_COMMIT;
     about["device"] = device_name(dev);
+    if (dev == DEVICE_CPU) about["cpu_kernel"] = kernels.cpu;
     if (dev == DEVICE_GPU) {
         about["attention_kernel"] = kernels.attention;
         about["matmul_kernel"] = kernels.matmul;

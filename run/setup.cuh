@@ -80,11 +80,13 @@ inline Device pick_device(const Options& opt) {
     return dev;
 }
 
-// How the GPU computes (--attention-kernel, --matmul-kernel, --fast-kernels, --tf32, --cuda-graph),
-// for heads of HS dims over sequences of T tokens; a version that cannot run them, or does not
-// exist, is refused with one line.
+// How the program computes (--cpu-kernel; on the GPU --attention-kernel, --matmul-kernel,
+// --fast-kernels, --tf32, --cuda-graph), for heads of HS dims over sequences of T tokens; a version
+// that cannot run them, or does not exist, is refused with one line.
 inline Kernels choose_kernels(const Options& opt, int HS, int T) {
     Kernels kernels;
+    if (opt.cpu_kernel) kernels.cpu = opt.cpu_kernel;
+    if (kernels.cpu > CPU_KERNEL_COUNT) fail("--cpu-kernel must be 1 to %d, got %d", CPU_KERNEL_COUNT, kernels.cpu);
     if (opt.attention_kernel) kernels.attention = opt.attention_kernel;
     const std::string refusal = attention_kernel_refusal(kernels.attention, HS, T);
     if (!refusal.empty()) fail("--attention-kernel: %s", refusal.c_str());
@@ -105,12 +107,20 @@ inline void gpu_prepare(Device dev, const Kernels& kernels) {
     if (kernels.matmul == 2) matmul_lt_setup();
 }
 
-// The first line of a run: where it trains, and on a GPU with which kernels
-inline std::string device_line(Device dev, const Kernels& kernels) {
-    if (dev == DEVICE_CPU) return "CPU (no GPU in use): " + device_name(dev);
-    return "GPU: " + device_name(dev) + ", attention kernel " + std::to_string(kernels.attention) + ", matmul kernel " +
+// Which versions compute on dev: the start-up table's "kernels" row and the end of the first line
+inline std::string kernels_text(Device dev, const Kernels& kernels) {
+    if (dev == DEVICE_CPU)
+        return "CPU kernel " + std::to_string(kernels.cpu) +
+               (kernels.cpu == 1 ? " (the lesson's loops)" : " (cpu_fast/)");
+    return "attention kernel " + std::to_string(kernels.attention) + ", matmul kernel " +
            std::to_string(kernels.matmul) + (kernels.fast_layers ? ", fast kernels" : "") +
            (kernels.tf32 ? ", TF32" : "") + (kernels.graph ? ", CUDA graph" : "");
+}
+
+// The first line of a run: where it trains, and with which kernels
+inline std::string device_line(Device dev, const Kernels& kernels) {
+    if (dev == DEVICE_CPU) return "CPU (no GPU in use): " + device_name(dev) + ", " + kernels_text(dev, kernels);
+    return "GPU: " + device_name(dev) + ", " + kernels_text(dev, kernels);
 }
 
 // The model's config from the flags and the task, refusing what cannot be built or trained.
@@ -438,6 +448,8 @@ inline void print_startup(const Options& opt, const Task& task, const Model& mod
     row("model", fmt("C %d L %d NH %d HS %d MLP %d T %d%s", cfg.C, cfg.L, cfg.NH, cfg.HS, cfg.MLP, cfg.T,
                      cfg.causal ? " causal" : ""));
     row("parameters", fmt("%zu", model.num_params));
+    row("kernels", kernels_text(model.dev, model.kernels) +
+                       (model.dev == DEVICE_CPU && model.kernels.cpu == 2 ? "; --cpu-kernel 1 runs the loops" : ""));
     const std::string loss_name = cfg.readout == READOUT_REGRESSION ? opt.loss : "cross-entropy";
     row("encoding, loss", fmt("%s, %s", opt.encoding.c_str(), loss_name.c_str()));
     row("optimizer", fmt("%s lr %g wd %g on %s, mask wd %g", opt.optimizer == "adamw" ? "AdamW" : "Adam+L2", opt.lr,

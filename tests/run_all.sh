@@ -12,7 +12,8 @@
 #       under AddressSanitizer and UndefinedBehaviorSanitizer (tests/emulated_tests_asan), the
 #       emulation's kernels under ThreadSanitizer (tests/emulated_tests_tsan), the planted bugs the
 #       emulation must catch (tests/planted_bugs.sh), the same run's bytes from builds at two
-#       vector widths (tests/march_check.sh), runs killed with SIGKILL and continued
+#       vector widths (tests/march_check.sh), an edit of a lesson loop that changes --cpu-kernel 1's run
+#       and not version 2's (tests/lesson_edit_check.sh), runs killed with SIGKILL and continued
 #       (tests/test_faults.sh), the command-line cases on ./maskprior-sanitize (tests/sanitize.sh
 #       --quick), every parser's fuzzer for a few seconds (tests/fuzz/smoke.sh), the table
 #       scripts' schedulers (tests/test_scheduler.sh), the way make gpu-check runs the GPU cases, a
@@ -91,6 +92,8 @@ if $check; then
     timed "the planted bugs" run_script tests/planted_bugs.sh
     echo "== the CPU result at two vector widths (tests/march_check.sh)"
     timed "the two-width check" run_script tests/march_check.sh
+    echo "== the lesson is the code that runs: an edit of attention.cuh changes --cpu-kernel 1 alone (tests/lesson_edit_check.sh)"
+    timed "the lesson edit check" run_script tests/lesson_edit_check.sh
     echo "== faults: runs killed with SIGKILL or stopped by a signal, and continued (tests/test_faults.sh)"
     timed "the fault test" run_script tests/test_faults.sh --timed 2
     echo "== the command line under AddressSanitizer and UndefinedBehaviorSanitizer (tests/sanitize.sh --quick)"

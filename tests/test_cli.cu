@@ -47,10 +47,23 @@ TEST_CASE("bad command lines get one clear line and exit code 2") {
     expect_error("--attention-kernel 0", "--attention-kernel must be at least 1");
     expect_error("--attention-kernel 3 --head-size 200", "holds at most 128 dims a head");
     expect_error("--attention-kernel 4 --head-size 200", "attention kernel 4 holds at most 128 dims a head");
+    expect_error("--cpu-kernel 3", "--cpu-kernel must be 1 to 2, got 3");
+    expect_error("--cpu-kernel 0", "--cpu-kernel must be at least 1");
     expect_error("--profile 0", "--profile must be at least 1");
     expect_error("--profile 2 --device cpu", "--profile records GPU launches: it needs --device cuda");
     expect_error("--profile 2 --continue", "--profile times a few steps and writes nothing");
     if (!gpu_available()) expect_error("--device cuda", "no CUDA GPU");
+}
+
+TEST_CASE("--cpu-kernel 1 trains with the lesson's loops and writes the bits of version 2, the default") {
+    const std::string run = TINY + "--task maj3 --init mask --steps 20 --eval-every 10 --seed 2 --out " + TMP_PREFIX;
+    CommandResult lesson = run_command(run + "cpu1 --cpu-kernel 1"), fast = run_command(run + "cpu2");
+    REQUIRE(lesson.exit_code == 0);
+    REQUIRE(fast.exit_code == 0);
+    CHECK(lesson.out.find("CPU kernel 1 (the lesson's loops)") != std::string::npos);
+    CHECK(fast.out.find("CPU kernel 2 (cpu_fast/)") != std::string::npos);
+    CHECK(read_file(TMP_PREFIX + "cpu1/log.jsonl") == read_file(TMP_PREFIX + "cpu2/log.jsonl"));
+    CHECK(read_file(TMP_PREFIX + "cpu1/metrics.json").find("\"cpu_kernel\": 1") != std::string::npos);
 }
 
 TEST_CASE("--flag=value is --flag value; --version and --list answer from the build and the tables") {
