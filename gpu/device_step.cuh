@@ -1,23 +1,18 @@
-// gpu/device_step.cuh: what a step on the GPU keeps on the device, so that the host waits for
-// it only where it reads a result (a logging, evaluation or checkpoint step), never in between:
-//   - the batch block (DeviceBatch): a batch's inputs (token ids or pixels, targets, the loss
-//     mask, the token rows of the embedding's kernel 2, a mixed image batch's second classes and
-//     weights: recipe/mix.h) and the step's scalars (StepScalars), in
-//     one device allocation at fixed addresses, filled by one asynchronous copy from one of two
-//     pinned host copies of it: the host fills one while the other's copy may still be queued;
+// gpu/device_step.cuh: what a training step computes and keeps on the device besides the model's
+// buffers, so that on the GPU the host waits for it only where it reads a result (a logging,
+// evaluation or checkpoint step), never in between:
+//   - the step's scalars (StepScalars), which the host hands over with each batch (in the batch
+//     block, gpu/model_batch.cuh);
 //   - the mean loss, summed on the device in a fixed order (loss_mean_kernel1);
 //   - the step log (StepLog): the last step's loss, the first non-finite one and its step, and a
 //     classifier's top-1 hits on its training batches, kept over the steps until the host reads
-//     it (step_log_kernel1). On the CPU the host keeps the same log (step_log_add_cpu).
-// Fixed addresses and values read from device memory are what let a graph (run/graph.cuh)
-// replay a step: a captured launch keeps its arguments, so whatever changes from step to step
-// must be in memory the launch points to, not in the arguments.
+//     it (step_log_kernel1).
+// The CPU computes the same, in host memory, with the same functions.
 #pragma once
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include "layers/adamw.cuh"   // AdamWStep
-#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
+#include "layers/launch.cuh"  // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
 
 // What the host hands the device with each batch
 struct StepScalars {
@@ -36,75 +31,6 @@ struct StepLog {
 
 inline StepLog step_log_cleared() { return {0.0f, 0.0f, -1, 0, 0}; }
 
-// The arrays of one batch: room for `rows` examples
-struct BatchShape {
-    size_t token_ints = 0;      // (rows, T) token ids; 0 for an image model
-    size_t pixel_floats = 0;    // (rows, channels, H, W); 0 for a token model
-    size_t target_floats = 0;   // (rows · readout_rows)
-    size_t mask_floats = 0;     // (rows · T) the next-token loss mask; 0 without one
-    size_t token_row_ints = 0;  // TokenRows' array (layers/embedding.cuh); 0 where kernel 2 does not run
-    size_t mix_floats = 0;      // (rows · 2) a mixed batch's second class and λ per row; 0 for a token model
-};
-
-// The batch block: the same layout (byte offsets) in pinned host memory and on the device
-struct DeviceBatch {
-    size_t tokens = 0, pixels = 0, targets = 0, loss_mask = 0, token_rows = 0, mix = 0, scalars = 0, bytes = 0;
-    char* device = nullptr;          // the block on the device
-    char* staging[2] = {nullptr, nullptr};  // two pinned host copies
-    cudaEvent_t copied[2] = {nullptr, nullptr};  // recorded after each copy's upload: refilled after it
-    int next = 0;                    // the copy the host fills next
-    template <typename T>
-    T* on_device(size_t offset) const { return reinterpret_cast<T*>(device + offset); }
-};
-
-// Lays out and allocates the block for a batch of that shape (the arrays 16-byte aligned).
-inline void device_batch_build(DeviceBatch& b, const BatchShape& shape) {
-    size_t at = 0;
-    auto room = [&](size_t bytes) {
-        const size_t offset = at;
-        at += (bytes + 15) / 16 * 16;
-        return offset;
-    };
-    b.tokens = room(shape.token_ints * sizeof(int));
-    b.pixels = room(shape.pixel_floats * sizeof(float));
-    b.targets = room(shape.target_floats * sizeof(float));
-    b.loss_mask = room(shape.mask_floats * sizeof(float));
-    b.token_rows = room(shape.token_row_ints * sizeof(int));
-    b.mix = room(shape.mix_floats * sizeof(float));
-    b.scalars = room(sizeof(StepScalars));
-    b.bytes = at;
-    cudaCheck(cudaMalloc(&b.device, b.bytes));
-    for (int k = 0; k < 2; k++) {
-        cudaCheck(cudaMallocHost((void**)&b.staging[k], b.bytes));
-        memset(b.staging[k], 0, b.bytes);
-        cudaCheck(cudaEventCreate(&b.copied[k]));
-    }
-}
-
-inline void device_batch_free(DeviceBatch& b) {
-    if (b.device) cudaCheck(cudaFree(b.device));
-    for (int k = 0; k < 2; k++) {
-        if (b.staging[k]) cudaCheck(cudaFreeHost(b.staging[k]));
-        if (b.copied[k]) cudaCheck(cudaEventDestroy(b.copied[k]));
-    }
-    b = DeviceBatch();
-}
-
-// The pinned copy to fill with the next batch: the host waits until the upload from it two
-// batches ago has left (at once unless the GPU is two steps behind; --profile counts the wait).
-inline char* device_batch_begin(DeviceBatch& b) {
-    profile_staging_wait();
-    cudaCheck(cudaEventSynchronize(b.copied[b.next]));
-    return b.staging[b.next];
-}
-
-// Uploads the copy just filled: one asynchronous copy on the stream, in order with the launches.
-inline void device_batch_upload(DeviceBatch& b) {
-    device_copy_async(b.device, b.staging[b.next], b.bytes, cudaMemcpyHostToDevice);
-    cudaCheck(cudaEventRecord(b.copied[b.next], gpu_stream()));
-    b.next ^= 1;
-}
-
 // ----------------------------------------------------------------------------
 // the mean loss on the device: mean = sum_r losses[r] / count, the sum in double in a fixed
 // order (block_strided_sum, layers/launch.cuh: one block, thread t adding rows t, t + 256, ...,
@@ -121,7 +47,14 @@ loss_mean_kernel1(float* __restrict__ mean, const float* __restrict__ losses, in
     if (t == 0) *mean = (float)(total / *count);
 }
 
-inline void loss_mean_gpu(float* mean, const float* losses, int R, const float* count) {
+// mean (1), losses (R) and count (1) on dev
+inline void loss_mean(Device dev, float* mean, const float* losses, int R, const float* count) {
+    if (dev == DEVICE_CPU) {
+        double sum = 0;
+        for (int r = 0; r < R; r++) sum += losses[r];  // fixed order: reproducible
+        *mean = (float)(sum / *count);
+        return;
+    }
     const LaunchCost cost{4.0 * R + 8, (double)R, std::ceil((double)R / LOSS_MEAN_THREADS)};
     launch_kernel<loss_mean_kernel1>(cost, 1, LOSS_MEAN_THREADS, 0, mean, losses, R, count);
 }
@@ -171,13 +104,6 @@ step_log_kernel1(StepLog* __restrict__ log, const float* __restrict__ mean, cons
     }
 }
 
-inline void step_log_add_gpu(StepLog* log, const float* mean, const StepScalars* scalars, const float* logits,
-                             const float* targets, int rows, int classes) {
-    const LaunchCost cost{4.0 * ((double)rows * classes + rows) + 48, (double)rows * classes,
-                          std::ceil((double)rows / LOSS_MEAN_THREADS) * classes};
-    launch_kernel<step_log_kernel1>(cost, 1, LOSS_MEAN_THREADS, 0, log, mean, scalars, logits, targets, rows, classes);
-}
-
 // the same on the CPU: logits (rows, classes) and targets (rows) in host memory
 inline void step_log_add_cpu(StepLog& log, float loss, int64_t step, const float* logits, const float* targets,
                              int rows, int classes) {
@@ -186,4 +112,14 @@ inline void step_log_add_cpu(StepLog& log, float loss, int64_t step, const float
     for (int r = 0; r < rows; r++)
         log.correct += top_class_of(logits + (size_t)r * classes, classes) == (int)targets[r];
     log.seen += rows;
+}
+
+// After a training forward pass: its loss (mean), the step's index (scalars), and a classifier's
+// hits, into the log; all on dev
+inline void step_log_add(Device dev, StepLog* log, const float* mean, const StepScalars* scalars,
+                         const float* logits, const float* targets, int rows, int classes) {
+    if (dev == DEVICE_CPU) return step_log_add_cpu(*log, *mean, scalars->step, logits, targets, rows, classes);
+    const LaunchCost cost{4.0 * ((double)rows * classes + rows) + 48, (double)rows * classes,
+                          std::ceil((double)rows / LOSS_MEAN_THREADS) * classes};
+    launch_kernel<step_log_kernel1>(cost, 1, LOSS_MEAN_THREADS, 0, log, mean, scalars, logits, targets, rows, classes);
 }

@@ -18,7 +18,8 @@
 // is made outside any capture; the second time, work() is captured and the graph launched; from
 // then on the graph is launched. A launch goes on the program's stream, and the host goes on.
 // --profile records each launch as one call, with the captured work's size in its name (the
-// capture itself is not recorded).
+// capture itself is not recorded). device_work(graphs, graph, shape, work) is the one call the
+// model and the training step make: through the cache with --cuda-graph on a GPU, else work().
 #pragma once
 #include <map>
 #include <string>
@@ -67,3 +68,11 @@ struct GraphCache {
         by_shape.clear();
     }
 };
+
+// Runs work, the device's part of a pass or a step: with `graph` (Kernels::graph, on a GPU)
+// captured once per shape and replayed (GraphCache::run), else launched call by call.
+template <typename Work>
+inline void device_work(GraphCache& graphs, bool graph, const std::string& shape, Work&& work) {
+    if (!graph) return work();
+    graphs.run(shape, work);
+}

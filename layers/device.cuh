@@ -3,7 +3,7 @@
 //     name, or the CPU's model, vector width and threads);
 //   - CPU threads: whether a loop is worth them (worth_threads);
 //   - buffers that allocate, clear and copy on either device (device_copy, device_copy_async:
-//     each copy --profile counts);
+//     each copy --profile counts), and single values the host reads and writes (value_read);
 //   - timing: wall-clock time, and a wait for the device.
 #pragma once
 #include <chrono>
@@ -128,6 +128,40 @@ inline void buffer_copy(float* dst, Device dst_dev, const float* src, Device src
     cudaMemcpyKind kind = dst_dev == DEVICE_CPU ? cudaMemcpyDeviceToHost
                           : src_dev == DEVICE_GPU ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
     device_copy(dst, src, count * sizeof(float), kind);
+}
+
+// ----------------------------------------------------------------------------
+// single values on either device: what the device writes and the host reads now and then
+
+// One T on dev, set to value
+template <typename T>
+inline T* value_alloc(Device dev, const T& value) {
+    if (dev == DEVICE_CPU) return new T(value);
+    T* p = nullptr;
+    cudaCheck(cudaMalloc(&p, sizeof(T)));
+    device_copy(p, &value, sizeof(T), cudaMemcpyHostToDevice);
+    return p;
+}
+
+template <typename T>
+inline void value_free(Device dev, T* p) {
+    if (dev == DEVICE_CPU) delete p;
+    else cudaCheck(cudaFree(p));
+}
+
+// Its value, for the host: on the GPU a copy that waits for the work queued before it
+template <typename T>
+inline T value_read(Device dev, const T* p) {
+    if (dev == DEVICE_CPU) return *p;
+    T value;
+    device_copy(&value, p, sizeof(T), cudaMemcpyDeviceToHost);
+    return value;
+}
+
+template <typename T>
+inline void value_write(Device dev, T* p, const T& value) {
+    if (dev == DEVICE_CPU) *p = value;
+    else device_copy(p, &value, sizeof(T), cudaMemcpyHostToDevice);
 }
 
 // ----------------------------------------------------------------------------

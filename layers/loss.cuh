@@ -1,10 +1,12 @@
 // layers/loss.cuh: the losses at the top of the model: MSE or logistic for the regression readout,
-// cross-entropy for classes. Each writes one loss per row; the model averages them on the
-// host in a fixed order, so the loss is reproducible.
+// cross-entropy for classes and next tokens, and readout_loss_forward / _backward, the calls the
+// model makes, which pick one by the readout. Each writes one loss per row; the model averages
+// them in a fixed order (loss_mean, gpu/device_step.cuh), so the loss is reproducible.
 // Targets are floats: a value (MSE), a ±1 label (logistic), a class id (cross-entropy; a mixed
 // batch adds a second class and a weight per row).
 #pragma once
 #include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
+#include "layers/config.h"       // Config, ReadoutType, LossType
 #include "layers/kernels.h"      // Kernels
 
 // ----------------------------------------------------------------------------
@@ -276,4 +278,35 @@ inline void crossentropy_backward(Device dev, float* dlogits, const float* probs
     launch_kernel<crossentropy_backward_kernel1>(pointwise_cost((size_t)N * V, 2, 1, 4), ceil_div((size_t)N * V, BLOCK),
                                                  BLOCK, 0, dlogits, probs, targets, row_weight, count, N, V, smoothing,
                                                  mix);
+}
+
+// ----------------------------------------------------------------------------
+// The readout's loss: the MSE or the logistic loss (Config::loss) of a regression readout's one
+// value per row, or the cross-entropy of a classifier's or a next-token readout's logits (R,OUT).
+// What the rows are compared with, on dev:
+struct LossTargets {
+    const float* targets;     // (R) a value, a ±1 label, or a class id
+    const float* row_weight;  // (R) 0/1: the rows that count (the next-token loss mask); nullptr: all count
+    const float* count;       // (1) the rows that count: the cross-entropy's denominator
+    const float* mix;         // (R,2) a mixed batch's second class and λ per row (recipe/mix.h); nullptr: unmixed
+    float smoothing;          // the cross-entropy's label smoothing ε
+};
+
+inline void readout_loss_forward(Device dev, const Kernels& k, const Config& c, float* losses, float* probs,
+                                 const float* logits, const LossTargets& t, int R) {
+    if (c.readout != READOUT_REGRESSION)
+        return crossentropy_forward(dev, k, losses, probs, logits, t.targets, t.row_weight, R, c.OUT, t.smoothing,
+                                    t.mix);
+    if (c.loss == LOSS_LOGISTIC) return logistic_forward(dev, losses, logits, t.targets, R);
+    mse_forward(dev, losses, logits, t.targets, R);
+}
+
+// dlogits (R,OUT) += the gradient of the mean loss
+inline void readout_loss_backward(Device dev, const Config& c, float* dlogits, const float* probs,
+                                  const float* logits, const LossTargets& t, int R) {
+    if (c.readout != READOUT_REGRESSION)
+        return crossentropy_backward(dev, dlogits, probs, t.targets, t.row_weight, t.count, R, c.OUT, t.smoothing,
+                                     t.mix);
+    if (c.loss == LOSS_LOGISTIC) return logistic_backward(dev, dlogits, logits, t.targets, R);
+    mse_backward(dev, dlogits, logits, t.targets, R);
 }

@@ -6,6 +6,9 @@
 // the rate a linspace over depth from 0 (layer 0 is never dropped) to R (--drop-path) at the last
 // layer, timm's drop_path_rate; one layer alone: p = 0. Evaluation drops nothing (the model's
 // forward pass draws factors only when it trains: model_forward_state).
+// The model calls it as timm's blocks call their DropPath module, at every branch of every pass:
+// drop_path_forward scales a branch in place and drop_path_backward gives the branch's gradient,
+// each doing nothing (the gradient passing as it is) when the pass drops no path.
 // The factors are a pure function of (seed, step, layer, branch, row), drawn on the device at
 // the start of each training forward pass from the step index the batch block holds
 // (StepScalars::step, gpu/device_step.cuh): a captured step (--cuda-graph) replays with each
@@ -40,10 +43,14 @@ inline void drop_path_free(Device dev, DropPath& d) {
     d.factors = d.branch_grad = nullptr;
 }
 
-// Layer l's factors (2,rows) in the last forward pass, branch 0 (attention) then 1 (MLP); nullptr
-// where that pass drew none
-inline const float* drop_path_layer(const DropPath& d, int l, int rows) {
-    return d.applied ? d.factors + (size_t)l * 2 * rows : nullptr;
+// Before a forward pass (the host's part, every time): whether it drops paths, as a training pass
+// with the rate on does
+inline void drop_path_set(DropPath& d, bool training) { d.applied = training && d.rate > 0; }
+
+// The factors (rows) of layer l's branch k (0 attention's proj, 1 the MLP's mlp_proj), in a pass
+// on `rows` examples
+inline const float* drop_path_factors(const DropPath& d, int l, int k, int rows) {
+    return d.factors + ((size_t)l * 2 + k) * rows;
 }
 
 // ----------------------------------------------------------------------------
@@ -84,9 +91,11 @@ __global__ void drop_path_factors_kernel1(float* __restrict__ factors, const int
     factors[i] = drop_path_factor(seed, *step, i / (2 * rows), i / rows % 2, i % rows, R, L);
 }
 
-// Draws the factors of a training pass on `rows` examples of a model of L layers, at the step *step
-// (on dev: the batch block's StepScalars::step on the GPU).
+// At the start of a forward pass that drops paths (the device's part): draws its factors for
+// `rows` examples of a model of L layers at the step *step (on dev: the batch block's
+// StepScalars::step). Nothing in any other pass.
 inline void drop_path_draw(Device dev, const DropPath& d, const int64_t* step, int L, int rows) {
+    if (!d.applied) return;
     const int n = L * 2 * rows;
     if (dev == DEVICE_CPU) {
         for (int i = 0; i < n; i++)
@@ -125,12 +134,20 @@ inline void drop_path_scale(Device dev, float* out, const float* branch, const f
                                            B, per_example);
 }
 
-inline void drop_path_forward(Device dev, float* out, const float* branch, const float* factor, int B,
+// Layer l's branch k, (B,per_example) on dev, scaled in place by its factors; nothing when the
+// pass drops no path
+inline void drop_path_forward(Device dev, const DropPath& d, int l, int k, float* branch, int B,
                               size_t per_example) {
-    drop_path_scale(dev, out, branch, factor, B, per_example);
+    if (!d.applied) return;
+    drop_path_scale(dev, branch, branch, drop_path_factors(d, l, k, B), B, per_example);
 }
 
-inline void drop_path_backward(Device dev, float* dbranch, const float* dout, const float* factor, int B,
-                               size_t per_example) {
-    drop_path_scale(dev, dbranch, dout, factor, B, per_example);
+// The gradient of layer l's branch k from dout (B,per_example), the residual gradient it was added
+// into: f · dout in DropPath::branch_grad (dout, the one residual gradient, stays as it is), or
+// dout itself when the pass dropped no path
+inline const float* drop_path_backward(Device dev, const DropPath& d, int l, int k, const float* dout, int B,
+                                       size_t per_example) {
+    if (!d.applied) return dout;
+    drop_path_scale(dev, d.branch_grad, dout, drop_path_factors(d, l, k, B), B, per_example);
+    return d.branch_grad;
 }

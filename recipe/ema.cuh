@@ -40,8 +40,10 @@ __global__ void ema_update_kernel1(float* __restrict__ ema, const float* __restr
     if (i < n) ema[i] = decay * ema[i] + rest * params[i];
 }
 
-// One step of the average after an optimizer step: params (num_params floats on dev)
+// One step of the average after an optimizer step: params (num_params floats on dev); nothing
+// when the average is off
 inline void ema_update(Device dev, WeightAverage& ema, const float* params, size_t num_params) {
+    if (ema.decay == 0) return;
     if (dev == DEVICE_CPU) return ema_update_cpu(ema.weights, params, num_params, ema.decay);
     launch_kernel<ema_update_kernel1>(pointwise_cost(num_params, 2, 1, 3), ceil_div(num_params, BLOCK), BLOCK, 0,
                                       ema.weights, params, num_params, ema.decay, 1.0f - ema.decay);

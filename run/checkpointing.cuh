@@ -119,6 +119,14 @@ inline Resumed resume(Model& model, const Options& opt, const std::string& path,
     return resumed;
 }
 
+// The state training starts from: the weights' moving average from the initial weights (--ema;
+// recipe/ema.cuh), then, from a checkpoint (path; "" for none), the checkpoint's state (resume)
+inline Resumed start_state(Model& model, const Options& opt, const std::string& path, int64_t steps,
+                           TrainAccuracy& train_accuracy) {
+    weight_average_start(model.ema, model.dev, model.params_mem, model.num_params, opt.ema);
+    return resume(model, opt, path, steps, train_accuracy);
+}
+
 // The model's state as a checkpoint holds it
 inline TrainingState training_state(const Model& model) {
     const std::vector<float> ema = model.ema.decay > 0 ? model_download(model, model.ema.weights)

@@ -11,6 +11,7 @@
 #include "prior/persistence.cuh"    // Persistence, PersistenceReference, persistence_metrics
 #include "prior/structure.h"        // Structure, attention_prior_mass
 #include "run/pictures.h"           // Heatmap, write_heatmap
+#include "run/step.cuh"             // batch_input
 #include "tasks/batch.h"            // Batch
 #include "tasks/decode.h"           // greedy_decode
 #include "tasks/task.h"             // Task, Metrics
@@ -22,11 +23,6 @@ struct Evaluation {
     Persistence persistence;
     double loss = 0;
 };
-
-// What the model reads of a batch: its pixels (image tasks) or its token ids.
-inline ModelInput batch_input(const Batch& batch) {
-    return batch.image_input ? ModelInput(batch.pixels.data()) : ModelInput(batch.tokens.data());
-}
 
 // Runs the whole evaluation set through the model, B rows at a time, handing the outputs to the
 // task's Scorer batch by batch. Next-token tasks with decode positions (arithmetic) are
@@ -105,6 +101,19 @@ inline Evaluation evaluate_run(Model& model, const Task& task, const Structure& 
     ev.metrics.push_back({"ema_loss", averaged.loss});
     for (const auto& [key, value] : averaged.metrics) ev.metrics.push_back({"ema_" + key, value});
     return ev;
+}
+
+// The evaluation before training (step 0), with the gradient norms of the first training batch
+// (the persistence metrics' grad_norm_*), as every later evaluation has those of its last step
+inline Evaluation evaluate_before_training(Model& model, const Task& task, EpochOrder& order, Batch& batch,
+                                           const Structure& G, const PersistenceReference& ref,
+                                           const std::vector<float>& positions) {
+    training_batch(task, order, 0, batch);
+    model_forward(model, batch_input(batch), batch.targets.data(), batch.rows, batch.mask(), false,
+                  batch.mix_targets());
+    model_zero_grad(model);
+    model_backward(model, batch.rows);
+    return evaluate_run(model, task, G, ref, positions);
 }
 
 // Top-1 accuracy on the training batches since the last evaluation, for a classification readout

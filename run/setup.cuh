@@ -222,6 +222,28 @@ inline MixSettings mix_settings(const Options& opt) {
     return s;
 }
 
+// The model of the flags for the task: on the device they pick (its first line says which, and
+// which kernels), built, with the optimizer's settings and the recipe's drop-path; its weights are
+// set by initialise.
+inline void set_up_model(Model& model, const Options& opt, const Task& task) {
+    const Device dev = pick_device(opt);
+    const Kernels kernels = choose_kernels(opt, opt.head_size, task.seq_len);
+    gpu_prepare(dev, kernels);
+    printf("maskprior: training on the %s\n", device_line(dev, kernels).c_str());
+    model_build(model, model_config(opt, task), dev, opt.batch);
+    model.kernels = kernels;
+    set_optimizer(model, opt);
+}
+
+// The room of one training batch, with the image tasks' mixing (recipe/mix.h) and, for a
+// next-token task, the loss mask of one example, `positions` (tasks/batch.h, loss_positions)
+inline Batch training_batch_room(const Options& opt, const Task& task, const std::vector<float>& positions) {
+    Batch batch;
+    batch.shape(task, opt.batch, positions);
+    batch.mixing = mix_settings(opt);
+    return batch;
+}
+
 // the prior's structure G: the task's, or one from a file
 inline Structure prior_structure(const Options& opt, const Task& task, const Config& cfg) {
     Structure G;

@@ -11,33 +11,25 @@
 #include <algorithm>
 #include <string>
 #include <vector>
-#include "model.cuh"  // Model, model_set_batch, model_forward_state, model_forward_pass, model_backward, ...
+#include "model.cuh"      // Model, model_set_batch, model_forward_state, model_forward_pass, model_backward, ...
+#include "tasks/batch.h"  // Batch
 
 // ----------------------------------------------------------------------------
 // the model's step after its backward pass: the step log, clipping, weight decay and AdamW
 
 // After a training forward pass: its loss, whether it is the first that is not finite, and a
-// classifier's top-1 hits, into the step log (gpu/device_step.cuh); on the device on the GPU.
+// classifier's top-1 hits, into the step log (gpu/device_step.cuh), on the device.
 inline void model_log_step(Model& model) {
     const Config& c = model.cfg;
     const int rows = model.loss_rows, classes = c.readout == READOUT_CLASS ? c.OUT : 0;
-    const float* logits = model_activations(model, rows).logits;
-    if (model.dev == DEVICE_GPU)
-        return step_log_add_gpu(model.step_log, model.mean_loss, model.scalars, logits, model.targets, rows, classes);
-    step_log_add_cpu(*model.step_log, *model.mean_loss, model.scalars->step, logits, model.targets, rows, classes);
+    step_log_add(model.dev, model.step_log, model.mean_loss, model.batch.scalars,
+                 model_activations(model, rows).logits, model.batch.targets, rows, classes);
 }
 
 // The step log since the last read, and cleared: on the GPU a copy that waits for the steps.
 inline StepLog model_read_step_log(Model& model) {
-    const StepLog cleared = step_log_cleared();
-    StepLog log;
-    if (model.dev == DEVICE_CPU) {
-        log = *model.step_log;
-        *model.step_log = cleared;
-        return log;
-    }
-    device_copy(&log, model.step_log, sizeof log, cudaMemcpyDeviceToHost);
-    device_copy(model.step_log, &cleared, sizeof cleared, cudaMemcpyHostToDevice);
+    const StepLog log = value_read(model.dev, model.step_log);
+    value_write(model.dev, model.step_log, step_log_cleared());
     return log;
 }
 
@@ -86,7 +78,7 @@ inline void model_adamw(Model& model, bool staged) {
     const AdamWGroups groups = model_adamw_groups(model);
     if (model.dev == DEVICE_GPU && staged)
         return adamw_update_groups_gpu(model.params_mem, model.m_mem, model.v_mem, model.grads_mem, groups, model.adam,
-                                       &model.scalars->adam);
+                                       &model.batch.scalars->adam);
     adamw_update_groups(model.dev, model.params_mem, model.m_mem, model.v_mem, model.grads_mem, groups, model.adam,
                         model.adam_t);
 }
@@ -108,7 +100,7 @@ inline void training_step_work(Model& model, float clip_grad) {
     model_backward(model, model.B);
     if (clip_grad > 0) model_clip_gradients(model, clip_grad);
     model_adamw(model, true);
-    if (model.ema.decay > 0) ema_update(model.dev, model.ema, model.params_mem, model.num_params);
+    ema_update(model.dev, model.ema, model.params_mem, model.num_params);  // --ema
 }
 
 // One training step, number `step`, on a batch of model.B rows in host memory (as model_set_batch
@@ -124,9 +116,18 @@ inline void training_step(Model& model, ModelInput input, const float* targets, 
     scalars.step = step;
     model_set_batch(model, input, targets, model.B, loss_mask, scalars, mix);
     model_forward_state(model, model.B, true, false, true);
-    if (model.dev == DEVICE_GPU && model.kernels.graph)
-        model.graphs.run(model.batch_mixed ? "training step, mixed" : "training step",
-                         [&] { training_step_work(model, clip_grad); });
-    else
-        training_step_work(model, clip_grad);
+    device_work(model.graphs, model.dev == DEVICE_GPU && model.kernels.graph,
+                model.batch.mixed ? "training step, mixed" : "training step",
+                [&] { training_step_work(model, clip_grad); });
+}
+
+// What the model reads of a batch: its pixels (image tasks) or its token ids.
+inline ModelInput batch_input(const Batch& batch) {
+    return batch.image_input ? ModelInput(batch.pixels.data()) : ModelInput(batch.tokens.data());
+}
+
+// The same step on a training batch (tasks/batch.h, training_batch) of model.B rows
+inline void training_step(Model& model, const Batch& batch, float lr, float clip_grad, int64_t step) {
+    training_step(model, batch_input(batch), batch.targets.data(), batch.mask(), lr, clip_grad, step,
+                  batch.mix_targets());
 }

@@ -1,6 +1,7 @@
 // tasks/batch.h: one batch of examples in host memory, as the model takes it, and the
 // training batch of a step. Host only, like the tasks.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ struct Batch {
     int rows = 0;
     bool image_input = false;      // whether the examples are pixels (else tokens)
     MixSettings mixing;            // mixup and cutmix of an image task's training batches (recipe/mix.h): off unless set
+    double making_seconds = 0;     // how long training_batch took to make it (the run leaves it out of the model's speed)
 
     // room for B rows; `positions` (T) is the loss mask of one example (empty: no mask)
     void shape(const Task& task, int B, const std::vector<float>& positions) {
@@ -42,15 +44,19 @@ struct Batch {
 // Row b's draw is example_draw(seed, step, b). With batch.mixing on, the batch is then mixed with
 // itself flipped, as mix_draw(seed, step) draws (recipe/mix.h), unless that draw leaves it as it is.
 inline void training_batch(const Task& task, EpochOrder& order, int64_t step, Batch& batch) {
+    const auto start = std::chrono::steady_clock::now();
     for (int b = 0; b < batch.rows; b++)
         task.train_example(order.example(step * batch.rows + b), example_draw(order.seed, step, b),
                            batch.slot(task, b));
     batch.mix.clear();
-    if (!batch.mixing.on()) return;
-    const MixDraw draw = mix_draw(batch.mixing, order.seed, step, task.image.height, task.image.width);
-    if (!draw.mixed) return;
-    batch.mix.resize((size_t)batch.rows * 2);
-    mix_batch(draw, task.image, batch.rows, batch.pixels.data(), batch.targets.data(), batch.mix.data());
+    const MixDraw draw = batch.mixing.on() ? mix_draw(batch.mixing, order.seed, step, task.image.height,
+                                                      task.image.width)
+                                           : MixDraw{};
+    if (draw.mixed) {
+        batch.mix.resize((size_t)batch.rows * 2);
+        mix_batch(draw, task.image, batch.rows, batch.pixels.data(), batch.targets.data(), batch.mix.data());
+    }
+    batch.making_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // The loss mask of one example: the task's answer positions, or every position (--loss-on all).

@@ -16,7 +16,7 @@
 # and stream work ran at once, let pass (emu/device_memory.h, emu/streams.h):
 #   host-read       model_read_loss reads the loss through its device pointer (the bug that made
 #                   every GPU run stop at step 0)
-#   host-write      model_build clears the device's step log with a host store, not a copy
+#   host-write      model_read_step_log clears the device's step log with a host store, not a copy
 #   pinned-refill   the batch's pinned copy is refilled without waiting for its last upload's event
 #   capture-copy    the training step reads its loss back (a synchronous cudaMemcpy) while a graph
 #                   captures it
@@ -93,7 +93,7 @@ plant no-barrier attention/flash.cuh \
     '/stage_tile(v_tile, HS, head_vector(qkv, s, 2, b, key0, h),/{n;/^ *__syncthreads();/d}' \
     "GPU attention matches the CPU at every kernel version*"
 plant host-pointer model.cuh \
-    's/(dev, a.encoded, model.tokens, model.token_value,/(dev, a.encoded, model.tokens, model.cfg.token_value.data(),/' \
+    's/(dev, a.encoded, batch.tokens, model.token_value,/(dev, a.encoded, batch.tokens, model.cfg.token_value.data(),/' \
     "a training step with scalar encoding and logistic loss: GPU matches the CPU*"
 plant transposed layers/matmul.cuh \
     's/CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C,/CUBLAS_OP_N, CUBLAS_OP_N, OC, N, C,/' \
@@ -103,12 +103,12 @@ plant tile-overwrite attention/flash.cuh \
     "GPU attention matches the CPU at every kernel version*" reverse
 named_race tile-overwrite "GPU attention gives the same bits at every run*"
 plant host-read model.cuh \
-    's/^    float loss;$/    float loss = *model.mean_loss;/' \
+    's/{ return value_read(model.dev, model.mean_loss); }$/{ return *model.mean_loss; }/' \
     "a whole training step on the GPU matches the CPU*"
-plant host-write model.cuh \
-    's/^        device_copy(model.step_log, &cleared, sizeof cleared, cudaMemcpyHostToDevice);$/        *model.step_log = cleared;/' \
+plant host-write run/step.cuh \
+    's/^    value_write(model.dev, model.step_log, step_log_cleared());$/    *model.step_log = step_log_cleared();/' \
     "a whole training step on the GPU matches the CPU*"
-plant pinned-refill gpu/device_step.cuh \
+plant pinned-refill gpu/model_batch.cuh \
     '/^    cudaCheck(cudaEventSynchronize(b.copied\[b.next\]));$/d' \
     "training steps replayed from a captured graph*"
 plant capture-copy run/step.cuh \

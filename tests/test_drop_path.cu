@@ -199,6 +199,8 @@ TEST_CASE("GPU drop-path: the factors and the scaling give the CPU's bits" * doc
     DropPath cpu, gpu;
     drop_path_build(cpu, DEVICE_CPU, c, B, 0.4f, 9);
     drop_path_build(gpu, DEVICE_GPU, c, B, 0.4f, 9);
+    drop_path_set(cpu, true);
+    drop_path_set(gpu, true);
     const int64_t step = 123456789012LL;
     int64_t* step_on_gpu = nullptr;
     cudaCheck(cudaMalloc(&step_on_gpu, sizeof step));
@@ -212,15 +214,18 @@ TEST_CASE("GPU drop-path: the factors and the scaling give the CPU's bits" * doc
     Rng rng(3);
     const size_t per_example = (size_t)c.T * c.C;
     const std::vector<float> branch = random_vector<float>(B * per_example, rng);
-    std::vector<float> out(branch.size());
-    drop_path_forward(DEVICE_CPU, out.data(), branch.data(), cpu.factors + B, B, per_example);
+    std::vector<float> out(branch);
+    drop_path_forward(DEVICE_CPU, cpu, 0, 1, out.data(), B, per_example);  // layer 0's MLP branch, in place
     GpuBuffer on_gpu(branch);
-    drop_path_forward(DEVICE_GPU, on_gpu.ptr, on_gpu.ptr, gpu.factors + B, B, per_example);  // in place
+    drop_path_forward(DEVICE_GPU, gpu, 0, 1, on_gpu.ptr, B, per_example);
     expect_close("drop_path_forward", on_gpu.get(), out, ELEMENTWISE);
-    drop_path_backward(DEVICE_CPU, out.data(), branch.data(), cpu.factors, B, per_example);
-    GpuBuffer dout(branch), dbranch(std::vector<float>(branch.size(), 5.0f));
-    drop_path_backward(DEVICE_GPU, dbranch.ptr, dout.ptr, gpu.factors, B, per_example);
-    expect_close("drop_path_backward", dbranch.get(), out, ELEMENTWISE);
+    const float* dbranch_cpu = drop_path_backward(DEVICE_CPU, cpu, 0, 0, branch.data(), B, per_example);
+    GpuBuffer dout(branch);
+    const float* dbranch_gpu = drop_path_backward(DEVICE_GPU, gpu, 0, 0, dout.ptr, B, per_example);
+    std::vector<float> from_gpu_grad(branch.size());
+    buffer_copy(from_gpu_grad.data(), DEVICE_CPU, dbranch_gpu, DEVICE_GPU, branch.size());
+    expect_close("drop_path_backward", from_gpu_grad,
+                 std::vector<float>(dbranch_cpu, dbranch_cpu + branch.size()), ELEMENTWISE);
     cudaCheck(cudaFree(step_on_gpu));
     drop_path_free(DEVICE_CPU, cpu);
     drop_path_free(DEVICE_GPU, gpu);
