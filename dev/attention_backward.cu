@@ -10,11 +10,64 @@
 //                           partial sums in group order: parallel over the batch, no atomics
 //   4  attention/short.cuh  T <= 64: one block a head, A then dS kept in shared memory; dM's
 //                           first stage in that launch (4 batch rows a block), then the groups
-// Checked: dqkv and dM within 1e-4 + 1e-3·|cpu| (both accumulate into random values, as every
-// backward here does), and two runs from the same inputs give the same bits.
+// Checked: dq, dk, dv and dM within 1e-4 + 1e-3·|cpu| (both accumulate into random values, as every
+// backward here does), a miss named at its (b, t, h, d) or (h, i, j), and two runs from the same
+// inputs give the same bits.
 // Napkin counts of one call: bytes = qkv, A and dy read, dS written and read back, dqkv read and
 // written, the mask read and dM read and written; flops = 8·B·NH·T²·HS (dA, dq, dk, dv).
-#include "dev/dev_common.h"
+#include <algorithm>
+#include "dev/dev_common.h"  // the shapes, options, buffers, checks and table of the lab
+
+// One shape's random inputs and the CPU's outputs from them (attention_backward_cpu), which every
+// version is checked against. The backward adds into dqkv and dM (+=), so both
+// start from random values, which a missing term cannot hide behind.
+struct BackwardCase {
+    AttentionShape s;
+    std::vector<float> qkv, mask, dout;          // (B,T,3·NH·HS), (mask heads or 1,T,T), dy (B,T,NH·HS)
+    std::vector<float> att;                      // (B,NH,T,T) A, from the CPU's forward
+    std::vector<float> dqkv_start, dmask_start;  // what the backward adds into: dqkv's shape, the mask's
+    std::vector<float> dqkv, dmask, dscores;     // the CPU's: the starts plus the gradients, and dS (B,NH,T,T)
+    explicit BackwardCase(AttentionShape shape) : s(shape) {
+        const DevSizes n(s);
+        Rng rng(8);
+        qkv = dev_random(n.qkv, rng);
+        mask = dev_random(n.mask, rng, 4);
+        dout = dev_random(n.out, rng);
+        dqkv_start = dev_random(n.qkv, rng);
+        dmask_start = dev_random(n.mask, rng);
+        const float* m = s.mask_heads ? mask.data() : nullptr;
+        std::vector<float> out(n.out), mask_term(n.mask);
+        att.resize(n.att);
+        dscores.resize(n.att);
+        attention_forward_cpu(out.data(), att.data(), qkv.data(), m, mask_term.data(), s);
+        dqkv = dqkv_start;
+        dmask = dmask_start;
+        attention_backward_cpu(dqkv.data(), dmask.data(), dscores.data(), dout.data(), qkv.data(), att.data(), m, s);
+    }
+};
+
+// dqkv's dq, dk or dv (part 0, 1 or 2) as a (B,T,NH,HS) buffer of its own, to be checked and named alone
+static std::vector<float> qkv_part(const std::vector<float>& dqkv, AttentionShape s, int part) {
+    const size_t row = (size_t)s.NH * s.HS;  // one token's q (or k, or v) of every head
+    std::vector<float> out((size_t)s.B * s.T * row);
+    for (size_t bt = 0; bt < (size_t)s.B * s.T; bt++)
+        std::copy_n(dqkv.begin() + (bt * 3 + part) * row, row, out.begin() + bt * row);
+    return out;
+}
+
+static const char* const QKV_GRADIENTS[3] = {"dq", "dk", "dv"};
+
+// A version's dq, dk, dv and dM against the CPU's: the largest error, or NaN at a miss, each
+// output's first miss printed at its (b, t, h, d), or (h, i, j) for dM (h 0: the heads share it)
+static double backward_error(const BackwardCase& c, const std::vector<float>& dqkv, const std::vector<float>& dmask) {
+    const AttentionShape s = c.s;
+    double error = 0;
+    for (int part = 0; part < 3; part++)
+        error = dev_worst(error, dev_max_error(QKV_GRADIENTS[part], qkv_part(dqkv, s, part), qkv_part(c.dqkv, s, part),
+                                               "bthd", {s.B, s.T, s.NH, s.HS}));
+    if (s.mask_heads) error = dev_worst(error, dev_max_error("dM", dmask, c.dmask, "hij", {s.mask_heads, s.T, s.T}));
+    return error;
+}
 
 int main(int argc, char** argv) {
     const DevOptions opt = dev_options(argc, argv);
@@ -23,17 +76,9 @@ int main(int argc, char** argv) {
     for (const DevShape& shape : opt.shapes) {
         const AttentionShape s = shape.s;
         const DevSizes n(s);
-        Rng rng(8);
-        const std::vector<float> qkv = dev_random(n.qkv, rng), mask = dev_random(n.mask, rng, 4);
-        const std::vector<float> dout = dev_random(n.out, rng);
-        const std::vector<float> dqkv_in = dev_random(n.qkv, rng), dmask_in = dev_random(n.mask, rng);
-        const float* m = s.mask_heads ? mask.data() : nullptr;
-        std::vector<float> out(n.out), att(n.att), mask_term(n.mask), dscores(n.att);
-        attention_forward_cpu(out.data(), att.data(), qkv.data(), m, mask_term.data(), s);
-        std::vector<float> dqkv = dqkv_in, dmask = dmask_in;
-        attention_backward_cpu(dqkv.data(), dmask.data(), dscores.data(), dout.data(), qkv.data(), att.data(), m, s);
-        DevBuffer g_qkv(qkv), g_mask(mask), g_att(att), g_dout(dout), g_dqkv(dqkv_in), g_dmask(dmask_in);
-        DevBuffer g_dscores(dscores);
+        const BackwardCase c(s);
+        DevBuffer g_qkv(c.qkv), g_mask(c.mask), g_att(c.att), g_dout(c.dout), g_dqkv(c.dqkv_start);
+        DevBuffer g_dmask(c.dmask_start), g_dscores(c.dscores);
         const float* gm = s.mask_heads ? g_mask.ptr : nullptr;
         const double bytes = sizeof(float) * (double)(n.qkv + n.att + n.out + 2 * n.att + 2 * n.qkv +
                                                       (s.mask_heads ? 3 * n.mask : 0));
@@ -49,15 +94,14 @@ int main(int argc, char** argv) {
             };
             std::vector<float> runs[2][2];  // [run][dqkv, dM]
             for (auto& run : runs) {
-                g_dqkv.set(dqkv_in);
-                g_dmask.set(dmask_in);
+                g_dqkv.set(c.dqkv_start);
+                g_dmask.set(c.dmask_start);
                 g_dscores.set(std::vector<float>(n.att, NAN));  // dS is the backward's to write
                 call();
                 run[0] = g_dqkv.get();
                 run[1] = g_dmask.get();
             }
-            double error = dev_max_error("dqkv", runs[0][0], dqkv);
-            if (s.mask_heads) error = dev_worst(error, dev_max_error("dM", runs[0][1], dmask));
+            const double error = backward_error(c, runs[0][0], runs[0][1]);
             const bool reproducible = same_bits(runs[0][0], runs[1][0]) && same_bits(runs[0][1], runs[1][1]);
             const double ms = dev_time_ms(opt.quick ? 1 : 20, call);  // accumulating into dqkv and dM, as training does
             dev_table_row(shape, version, ms, dev_h200_bound_ms(call), bytes, flops, error, reproducible);
@@ -67,3 +111,4 @@ int main(int argc, char** argv) {
     printf(all_ok ? "every version matches the CPU\n" : "MISMATCH: a version above misses the CPU reference\n");
     return all_ok ? 0 : 1;
 }
+
