@@ -11,7 +11,8 @@
 #                   the ptxas report's kernels
 #   make check      everything that needs no GPU: make test, then the emulated GPU tests and the
 #                   command line under the sanitizers, the ten planted bugs the emulation must
-#                   catch, the same run's bytes from two vector widths, runs killed and continued,
+#                   catch, the same run's bytes from two vector widths, the kernel exercise
+#                   failing on its blank and passing on its solution, runs killed and continued,
 #                   every parser's fuzzer for a few seconds, the schedulers, gpu-check's way of
 #                   running the GPU tests on a planted crash (CI runs this)
 #   make HOST_MARCH=x86-64-v3  the host code for any AVX2 CPU (default native)
@@ -46,6 +47,8 @@
 #   make ptxas-report  every kernel's registers, stack and spills from ptxas, in dev/ptxas-report.txt
 #   make dev        the kernel lab (dev/): every version of a kernel checked and timed; make dev-emulated
 #                   the same programs on the CPU emulation (correctness only)
+#   make exercise   the kernel exercise (dev/exercises/): the attention backward and dM kernels of
+#                   EXERCISE (default: the blank, which fails) checked against the CPU on the emulation
 #   make bench      CPU speed against PyTorch eager (the make-run, wide, ViT and LM models) and
 #                   against this machine's FMA peak (tools/fma_peak)
 #   make fuzz       every input parser under libFuzzer with ASan and UBSan, 10^6 inputs each
@@ -133,6 +136,9 @@ EMU_TESTS = $(wildcard tests/*.cu tests/*.h)
 DEV_NAMES    = attention_forward attention_backward matmul
 DEV_BINS     = $(DEV_NAMES:%=dev/%)
 DEV_EMULATED = $(DEV_NAMES:%=dev/%-emulated)
+# make exercise: the file with the exercise's three kernels that the lab's backward harness checks
+# (dev/exercises/README.md); the solution is dev/exercises/attention_backward_solution.cuh
+EXERCISE    ?= dev/exercises/attention_backward_exercise.cuh
 
 # ---- fuzzing (tests/fuzz/) ----
 # One libFuzzer harness per input parser (tests/fuzz/fuzz_<name>.cpp), built by clang++ with
@@ -149,7 +155,7 @@ FUZZ_ARGS  ?= --runs 1000000
 
 .PHONY: all run test check test-emulated table-boolean table-arithmetic table-vision table-lm test-large sweep-2parity \
         gpu-check gpu-check-full gpu-include ptxas-report bench deps-run deps-test deps-check deps-tables deps-bench clean test-sanitize test-faults \
-        fuzz fuzz-smoke dev dev-emulated
+        fuzz fuzz-smoke dev dev-emulated exercise
 
 all: maskprior
 
@@ -223,6 +229,13 @@ $(DEV_BINS): dev/%: dev/%.cu dev/dev_common.h $(HEADERS) .build-settings
 $(DEV_EMULATED): dev/%-emulated: dev/%.cu dev/dev_common.h $(HEADERS) $(EMU_HEADERS) .build-settings
 	$(EMU_CXX) $(EMU_FLAGS) -o $@ -x c++ $< -x none $(EMU_LIBS)
 
+# built every time (about 10 s), so that it is never another EXERCISE's build that runs
+exercise: deps-test
+	@test -f "$(EXERCISE)" || { echo "make exercise: EXERCISE=$(EXERCISE): no such file" >&2; exit 2; }
+	$(EMU_CXX) $(EMU_FLAGS) -DATTENTION_BACKWARD_EXERCISE='"$(EXERCISE)"' -o dev/exercise-emulated \
+	    -x c++ dev/attention_backward.cu -x none $(EMU_LIBS)
+	./dev/exercise-emulated --quick
+
 table-boolean: deps-tables maskprior
 	@sh experiments/boolean_table.sh $(BOOLEAN_ARGS)
 
@@ -275,7 +288,7 @@ bench: deps-bench maskprior tools/fma_peak
 clean:
 	rm -f maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan tools/fma_peak \
 	      tests/emulated_tests_tsan \
-	      maskprior-sanitize tests/unit_tests_sanitize $(DEV_BINS) $(DEV_EMULATED)
+	      maskprior-sanitize tests/unit_tests_sanitize $(DEV_BINS) $(DEV_EMULATED) dev/exercise-emulated
 	rm -rf tests/fuzz/bin
 
 # each binary also depends on the headers it includes, listed by the compiler in tests/fuzz/bin/fuzz_<name>.d

@@ -122,18 +122,44 @@ struct DevBuffer {
     ~DevBuffer() { buffer_free(DEVICE_GPU, ptr); }
 };
 
-// The largest |gpu - cpu|, or NaN when an entry misses 1e-4 + 1e-3·|cpu| (the tests' tolerance
-// for reductions, TF32 off) or is not finite. The first miss is printed as proof.
-inline double dev_max_error(const char* what, const std::vector<float>& gpu, const std::vector<float>& cpu) {
-    double worst = 0;
-    for (size_t i = 0; i < cpu.size(); i++) {
-        const double err = std::fabs((double)gpu[i] - cpu[i]);
-        if (!(err <= 1e-4 + 1e-3 * std::fabs(cpu[i]))) {  // NaN fails here too
-            fprintf(stderr, "  %s[%zu]: gpu %.7g, cpu %.7g\n", what, i, gpu[i], cpu[i]);
-            return NAN;
-        }
-        worst = std::max(worst, err);
+// Whether gpu is within 1e-4 + 1e-3·|cpu| of cpu, the tests' tolerance for reductions (TF32 off);
+// never when either is NaN
+inline bool dev_close(float gpu, float cpu) {
+    return std::fabs((double)gpu - cpu) <= 1e-4 + 1e-3 * std::fabs(cpu);
+}
+
+// The first entry where gpu is not dev_close to cpu; cpu.size() when there is none
+inline size_t dev_first_miss(const std::vector<float>& gpu, const std::vector<float>& cpu) {
+    for (size_t i = 0; i < cpu.size(); i++)
+        if (!dev_close(gpu[i], cpu[i])) return i;
+    return cpu.size();
+}
+
+// Entry i of a row-major buffer of the given dims, each named by one letter: dev_place(61, "bthd",
+// {2, 4, 2, 8}) is "(b, t, h, d) = (0, 3, 1, 5)"
+inline std::string dev_place(size_t i, const std::string& letters, const std::vector<int>& dims) {
+    std::string names, values;
+    for (size_t k = dims.size(); k-- > 0;) {
+        values = std::to_string(i % dims[k]) + (values.empty() ? "" : ", " + values);
+        i /= dims[k];
     }
+    for (char letter : letters) names += (names.empty() ? "" : ", ") + std::string(1, letter);
+    return "(" + names + ") = (" + values + ")";
+}
+
+// The largest |gpu - cpu|, or NaN when an entry misses (dev_first_miss). The first miss is printed
+// as proof, at its place when the buffer's dims and their letters are given, else at its index.
+inline double dev_max_error(const char* what, const std::vector<float>& gpu, const std::vector<float>& cpu,
+                            const std::string& letters = "", const std::vector<int>& dims = {}) {
+    const size_t miss = dev_first_miss(gpu, cpu);
+    if (miss < cpu.size()) {
+        const std::string where =
+            dims.empty() ? "[" + std::to_string(miss) + "]" : " at " + dev_place(miss, letters, dims);
+        fprintf(stderr, "  %s%s: gpu %.7g, cpu %.7g\n", what, where.c_str(), gpu[miss], cpu[miss]);
+        return NAN;
+    }
+    double worst = 0;
+    for (size_t i = 0; i < cpu.size(); i++) worst = std::max(worst, std::fabs((double)gpu[i] - cpu[i]));
     return worst;
 }
 

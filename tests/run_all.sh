@@ -13,11 +13,12 @@
 #       emulation's kernels under ThreadSanitizer (tests/emulated_tests_tsan), the planted bugs the
 #       emulation must catch (tests/planted_bugs.sh), the same run's bytes from builds at two
 #       vector widths (tests/march_check.sh), an edit of a lesson loop that changes --cpu-kernel 1's run
-#       and not version 2's (tests/lesson_edit_check.sh), runs killed with SIGKILL and continued
-#       (tests/test_faults.sh), the command-line cases on ./maskprior-sanitize (tests/sanitize.sh
-#       --quick), every parser's fuzzer for a few seconds (tests/fuzz/smoke.sh), the table
-#       scripts' schedulers (tests/test_scheduler.sh), the way make gpu-check runs the GPU cases, a
-#       process per test file, on a doctest program with a planted crash
+#       and not version 2's (tests/lesson_edit_check.sh), make exercise failing on the kernel
+#       exercise's blank and passing on its solution (tests/exercise_check.sh), runs killed with
+#       SIGKILL and continued (tests/test_faults.sh), the command-line cases on
+#       ./maskprior-sanitize (tests/sanitize.sh --quick), every parser's fuzzer for a few seconds
+#       (tests/fuzz/smoke.sh), the table scripts' schedulers (tests/test_scheduler.sh), the way
+#       make gpu-check runs the GPU cases, a process per test file, on a doctest program with a planted crash
 #       (tests/test_gpu_tests_isolated.sh), and, with packages from the Python registry
 #       (tests/python_venv.sh: skipped without it), the official safetensors reader on every kind
 #       of file maskprior writes (tests/test_safetensors_official.sh) and tools/export.py into
@@ -94,6 +95,8 @@ if $check; then
     timed "the two-width check" run_script tests/march_check.sh
     echo "== the lesson is the code that runs: an edit of attention.cuh changes --cpu-kernel 1 alone (tests/lesson_edit_check.sh)"
     timed "the lesson edit check" run_script tests/lesson_edit_check.sh
+    echo "== the kernel exercise: make exercise fails on the blank and passes on the solution (tests/exercise_check.sh)"
+    timed "the exercise check" run_script tests/exercise_check.sh
     echo "== faults: runs killed with SIGKILL or stopped by a signal, and continued (tests/test_faults.sh)"
     timed "the fault test" run_script tests/test_faults.sh --timed 2
     echo "== the command line under AddressSanitizer and UndefinedBehaviorSanitizer (tests/sanitize.sh --quick)"
