@@ -9,7 +9,7 @@
 //   - the step log (StepLog): the last step's loss, the first non-finite one and its step, and a
 //     classifier's top-1 hits on its training batches, kept over the steps until the host reads
 //     it (step_log_kernel1). On the CPU the host keeps the same log (step_log_add_cpu).
-// Fixed addresses and values read from device memory are what let a graph (run/graph.cuh)
+// Fixed addresses and values read from device memory are what let a graph (gpu/graph.cuh)
 // replay a step: a captured launch keeps its arguments, so whatever changes from step to step
 // must be in memory the launch points to, not in the arguments.
 #pragma once
