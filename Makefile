@@ -7,7 +7,7 @@
 #                   (one per core on a CPU)
 #   make test       the everyday check, a few minutes after the build: every unit test (the
 #                   command line's included), the GPU tests on the CPU emulation of CUDA (emu/),
-#                   the kernel lab's checks, the scripts' tests, the documents' names and
+#                   the kernel lab's checks, the scripts' tests, the documents' names and counts, and
 #                   the ptxas report's kernels
 #   make check      everything that needs no GPU: make test, then the emulated GPU tests and the
 #                   command line under the sanitizers, the ten planted bugs the emulation must
