@@ -7,7 +7,7 @@
 #                   (one per core on a CPU)
 #   make test       the everyday check, a few minutes after the build: every unit test (the
 #                   command line's included), the GPU tests on the CPU emulation of CUDA (emu/),
-#                   the kernel lab's checks, the scripts' tests, the documents' names and
+#                   the kernel lab's checks, the scripts' tests, the documents' names and counts, and
 #                   the ptxas report's kernels
 #   make check      everything that needs no GPU: make test, then the emulated GPU tests and the
 #                   command line under the sanitizers, the ten planted bugs the emulation must
@@ -22,14 +22,17 @@
 #   make maskprior-emulated  ./maskprior-emulated: the same program with its kernels run on
 #                   the CPU (--device cuda); EMU_OPT="-O0 -g" to step through a CUDA thread in gdb
 #   make test-emulated  the GPU tests alone, on the emulation
-#   make table-boolean  the Boolean table: 3 tasks x 4 inits x 3 seeds (BOOLEAN_ARGS="--paper --seeds 5")
-#   make sweep-2parity  which settings make 2parity extrapolate, and which do not
-#   make table-arithmetic  add3 and mul2 with little data: 8 fractions x 4 inits x 3 seeds
+#   make table-boolean  the Boolean table: 3 tasks x 5 variants x 3 seeds, 45 runs (BOOLEAN_ARGS="--paper
+#                   --seeds 5"); SCHEDULER=list before any table (or make run) prints its runs instead
+#   make sweep-2parity  which settings make 2parity extrapolate, and which do not: 22 settings, 66 runs
+#   make table-arithmetic  add3 and mul2 with little data: 8 fractions x 4 inits x 3 seeds, 96 runs
 #                   (ARITHMETIC_ARGS="--paper --seeds N")
-#   make table-vision  a ViT on Fashion-MNIST and CIFAR-10: 5 inits x 2 seeds, 2 epochs (about an
-#                   hour on 2 cores; VISION_ARGS="--seeds N --epochs E", or "--paper" for a GPU)
-#   make table-lm   a causal LM on a TinyStories sample and WikiText-2: 6 inits x 2 seeds, 2000 steps
-#                   (about 40 minutes on 2 cores; LM_ARGS="--seeds N --steps S", or "--paper" for a GPU)
+#   make table-vision  a ViT on Fashion-MNIST and CIFAR-10: 2 data sets x 7 variants x 3 seeds, 42 runs,
+#                   2 epochs (83 minutes on a 2-core AMD EPYC; VISION_ARGS="--seeds N --epochs E", or
+#                   "--paper" for a GPU)
+#   make table-lm   a causal LM on a TinyStories sample and WikiText-2: 2 data sets x 6 variants x 2 seeds,
+#                   24 runs, 2000 steps (about 40 minutes on a 2-core Intel Xeon; LM_ARGS="--seeds N
+#                   --steps S", or "--paper" for a GPU)
 #   make test-sanitize  every unit test and a short run of each task family under AddressSanitizer
 #                   and UndefinedBehaviorSanitizer (about 17 minutes with the build; make check runs part)
 #   make tests/emulated_tests_tsan  the emulated GPU tests under ThreadSanitizer, which names both CUDA

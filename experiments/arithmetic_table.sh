@@ -7,7 +7,7 @@
 # and the final prior mass beside the paper's numbers (tools/arithmetic_table.py, from the
 # runs' metrics.json files). The seed also draws the training pairs, so every init of one seed
 # sees the same data.
-#   default: a CPU-sized causal decoder, chosen by measurement (README): C 64, L 2, NH 4,
+#   default: a CPU-sized causal decoder, chosen by measurement (docs/results.md): C 64, L 2, NH 4,
 #            HS 16, MLP 128, batch 64, 1500 steps, AdamW lr 1e-3, wd 1e-3, c 6, tested on
 #            2000 held-out pairs: 96 runs of about 15 s, two at a time: 13 minutes on a 2-core CPU.
 #   --paper: Lee et al.'s NanoGPT size: C 384, L 6, NH 6, HS 64, MLP 1536, batch 256, 5000

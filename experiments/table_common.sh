@@ -12,11 +12,13 @@
 #                      run list and the sbatch script into ROOT/slurm and prints the sbatch
 #                      command; the table script then stops (exit 0). Once the array has run,
 #                      the same table command without SCHEDULER=slurm finds every run finished
-#                      and prints the table.
+#                      and prints the table;
+#     list             nowhere: the runs are printed, one a line, and the script stops (exit 0)
+#                      having run and written nothing (tests/check_docs.py counts them).
 scheduler=${SCHEDULER:-local}
 case $scheduler in
-    local|slurm) ;;
-    *) echo "$(basename "$0"): error: SCHEDULER=$scheduler (use local or slurm)" >&2; exit 2 ;;
+    local|slurm|list) ;;
+    *) echo "$(basename "$0"): error: SCHEDULER=$scheduler (use local, slurm or list)" >&2; exit 2 ;;
 esac
 size=cpu
 count=3
@@ -40,17 +42,18 @@ runs_for_seeds() {
     done
 }
 
-# run_runs ROOT: the runs on stdin, run here or written out for Slurm into ROOT/slurm (SCHEDULER)
+# run_runs ROOT: the runs on stdin, run here, written out for Slurm into ROOT/slurm, or printed
+# (SCHEDULER)
 run_runs() {
-    if [ "$scheduler" = slurm ]; then
-        sh experiments/slurm_array.sh "$1"
-    else
-        sh experiments/run_many.sh --keep-finished
-    fi
+    case $scheduler in
+        slurm) sh experiments/slurm_array.sh "$1" ;;
+        list) cat ;;
+        *) sh experiments/run_many.sh --keep-finished ;;
+    esac
 }
 
-# stop_if_scheduled: with SCHEDULER=slurm the runs have not run yet, so the table script stops
-# here, without its table (run_runs sits in a pipeline, a subshell, and cannot stop it)
+# stop_if_scheduled: with SCHEDULER=slurm or list the runs have not run yet, so the table script
+# stops here, without its table (run_runs sits in a pipeline, a subshell, and cannot stop it)
 stop_if_scheduled() {
     [ "$scheduler" = local ] || exit 0
 }

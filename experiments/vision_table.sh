@@ -9,10 +9,10 @@
 # on the same seeds, and the step-0 and final prior mass, beside the paper's CIFAR-10 column
 # (tools/vision_table.py, from the runs' log.jsonl and metrics.json), and draws the prior mass
 # against the step (tools/plot.py).
-#   default (CPU size, 42 runs, about 3 hours on 2 cores): C 64, L 4, NH 4, HS 16, MLP 128,
-#            patch 4, batch 128, 2 epochs (--epochs E for more), AdamW lr 1e-3 wd 0.05 (on the
-#            weight matrices), warmup 5% then cosine, gradient clipping at 1, label smoothing 0.1,
-#            random crop (padding 2 on the 28x28 Fashion-MNIST, 4 on CIFAR-10) and flip.
+#   default (CPU size, 42 runs, 83 minutes on a 2-core AMD EPYC: docs/results.md): C 64, L 4, NH 4,
+#            HS 16, MLP 128, patch 4, batch 128, 2 epochs (--epochs E for more), AdamW lr 1e-3
+#            wd 0.05 (on the weight matrices), warmup 5% then cosine, gradient clipping at 1, label
+#            smoothing 0.1, random crop (padding 2 on the 28x28 Fashion-MNIST, 4 on CIFAR-10) and flip.
 #   --paper: ViT-Tiny (C 192, L 12, NH 3, HS 64, MLP 768) with the impulse authors' timm recipe:
 #            batch 512, AdamW lr 2e-3 wd 0.05, 300 epochs (--epochs E for fewer), 50 of them
 #            linear warmup then cosine, label smoothing 0.1, RandAugment m9 (2 ops, timm's

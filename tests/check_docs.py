@@ -16,9 +16,17 @@ docs/*.md and every markdown file git tracks under --root (default: the folder a
          (default ROOT/maskprior); of a project script or program, in its argparse options or
          among the flags its source parses; of a code span that starts with a flag (`--init
          mask`) or of a VAR=value, a flag of one of those or of a program in EXTERNAL_FLAGS.
+  counts a count of a table's runs (3 seeds, 45 runs, 3 tasks x 5 variants x 3 seeds) on a line
+         that names the table's command must be what its script lists under SCHEDULER=list
+         (tests/table_counts.py says which counts and how they are read).
+
+Without FILEs it also checks the reverse: every flag `--help` prints is named in
+docs/command-line.md, every make target the Makefile's header names is named in a document, and
+the header's counts are those of its tables' runs.
 
 A FILE outside ROOT is read as if it sat at ROOT's top (test_docs.sh's copy of README.md). One
-line per problem, FILE:LINE: <what> is named but <why>, then a count. Exit 0: no problem; 1:
+line per problem, FILE:LINE: <what> is named but <why> (the reverse: <what> is in <where>, but
+...), then a count. Exit 0: no problem; 1:
 problems; 2: no binary to ask for its flags, or a bad command line. Standard library only; it
 never runs make (the Makefile's $(shell ...) writes .build-settings: the next build would rebuild).
 """
@@ -30,6 +38,8 @@ import pathlib
 import re
 import subprocess
 import sys
+
+import table_counts
 
 # Flags of programs that are not the project's, which the documents use: keep it to those.
 EXTERNAL_FLAGS = {
@@ -45,7 +55,7 @@ FOREIGN_PATHS = {"dev/cuda"}
 # (not .sh or .md: the tables write scripts such as array.sh into their run folders).
 SOURCE_ENDINGS = (".cu", ".cuh", ".h", ".c", ".cpp", ".py")
 # This checker and its test plant stale names: their text is not a source of valid names.
-SELF = {"tests/check_docs.py", "tests/test_docs.sh"}
+SELF = {"tests/check_docs.py", "tests/table_counts.py", "tests/test_docs.sh"}
 
 FLAG_RE = re.compile(r"--[A-Za-z0-9][A-Za-z0-9_-]*")
 # The flags a shell script parses: its case patterns, tests and usage lines; another program's:
@@ -129,6 +139,7 @@ class Document:
         self.spans = [(line_of(prose, m.start()), m.group(2).replace("\n", " ").strip())
                       for m in SPAN_RE.finditer(prose)]
         outside = SPAN_RE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), prose)
+        self.outside_lines = outside.split("\n")  # the prose, its code spans blanked
         inline = r"\]\(\s*<?([^()\s<>]+)>?(?:\s+\"[^\"]*\")?\s*\)"  # [text](target "title")
         definition = r"(?m)^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s.*)?$"  # [label]: target
         self.links = [(line_of(outside, m.start(1)), m.group(1))
@@ -212,16 +223,23 @@ class Makefile:
         self.tree = tree
         self.vars, self.targets = {}, set()
         self.patterns = []  # (a target with a '%', its prerequisites with a '%')
+        self.recipes, rule_targets = {}, []  # target: its recipe's lines; the last rule's targets
         for line in tree.text("Makefile").replace("\\\n", " ").split("\n"):
+            if line.startswith("\t"):
+                for target in rule_targets:
+                    self.recipes.setdefault(target, []).append(line.strip())
+                continue
             line = line.split("#", 1)[0].rstrip()
-            if not line.strip() or line.startswith("\t"):  # a blank line or a recipe's
+            if not line.strip():
                 continue
             assignment, rule = self.ASSIGNMENT.match(line), self.RULE.match(line)
+            rule_targets = []
             if assignment:
                 name, op, value = assignment.groups()
                 self.vars[name] = self.vars.get(name, "") + " " + value if op == "+=" else value
             elif rule:
-                self.add_rule(self.expand(rule.group(1)).split(), rule.group(2))
+                rule_targets = self.expand(rule.group(1)).split()
+                self.add_rule(rule_targets, rule.group(2))
 
     def add_rule(self, targets, rest):
         """A rule, targets: prerequisites, or a static pattern rule, targets: pattern: prerequisites."""
@@ -235,10 +253,13 @@ class Makefile:
             elif not t.startswith("."):
                 self.targets.add(t)
 
-    def expand(self, text, depth=0):
-        """Make's $(VAR) and ${VAR} in text; any other reference (a function call) expands to nothing."""
+    def expand(self, text, depth=0, overrides=None):
+        """Make's $(VAR) and ${VAR} in text, overrides ({VAR: value}, make's command line) first;
+        any other reference (a function call) expands to nothing."""
         def value(m):
             name = m.group(1) or m.group(2) or ""
+            if name in (overrides or {}):
+                return overrides[name]
             return self.expand(self.vars.get(name, ""), depth + 1) if re.fullmatch(r"\w+", name) and depth < 8 else ""
         return re.sub(r"\$\(([^()]*)\)|\$\{([^{}]*)\}", value, text)
 
@@ -260,8 +281,11 @@ class Checker:
     def __init__(self, tree, binary, binary_shown):
         self.tree = tree
         self.make = Makefile(tree)
+        self.tables = table_counts.Tables(tree, self.make)
         self.found = []  # (line, problem) of the document being checked
-        self.counts = dict.fromkeys(("paths", "anchors", "targets", "variables", "flags"), 0)
+        self.named_targets = set()  # the make targets the documents checked so far name
+        self.binary_shown = binary_shown
+        self.counts = dict.fromkeys(("paths", "anchors", "targets", "variables", "flags", "counts"), 0)
         self.maskprior_flags = help_flags(binary)
         self.maskprior_whose = "%s --help" % binary_shown
         self.any_whose = ("%s --help, in what a script or program of the project takes, nor in the table of "
@@ -277,12 +301,16 @@ class Checker:
     def check_document(self, doc):
         """The problems of a document, in the order of its lines."""
         self.found = []
+        counted = set()  # the lines whose counts were checked, against their first table command
         for line, content in doc.spans:
             self.check_paths(doc, line, content, self.row_folder(doc.lines[line - 1]))
             self.check_command_line(doc, line, content, span=True)
+            if line not in counted and self.check_counts(doc, line, content, doc.outside_lines[line - 1]):
+                counted.add(line)
         for line, text in doc.commands:
             self.check_paths(doc, line, text)
             self.check_command_line(doc, line, text)
+            self.check_counts(doc, line, text, text.partition(" #")[2])
         for line, target in doc.links:
             self.check_link(doc, line, target)
         return [text for _, text in sorted(dict.fromkeys(self.found), key=lambda problem: problem[0])]
@@ -466,6 +494,7 @@ class Checker:
         targets = [w for w in args if not (w.startswith("-") or w.isdigit() or ASSIGN_RE.match(w) or is_placeholder(w))]
         for t in targets:
             self.counts["targets"] += 1
+            self.named_targets.add(t)
             if not self.make.is_target(t):
                 self.problem(doc, line, "make target %s" % t, "the Makefile has no such target")
         for name, value in (ASSIGN_RE.match(a).groups() for a in assignments):
@@ -479,6 +508,50 @@ class Checker:
         """The words of the project's scripts: among them the variables make's environment hands them."""
         scripts = [f for f in self.tree.files - SELF if f.endswith((".sh", ".py"))]
         return set(re.findall(r"\w+", "\n".join(self.tree.text(f) for f in scripts)))
+
+    # ---- counts, and the reverse: what the program and the Makefile offer, the documents name
+
+    def check_counts(self, doc, line, command, text):
+        """The counts text gives (tests/table_counts.py) against the runs of the first table command
+        among command's; True when command runs a table."""
+        for words in shell_commands(command):
+            n = next((k for k, w in enumerate(words) if not ASSIGN_RE.match(w)), len(words))
+            assignments = dict(ASSIGN_RE.match(w).groups() for w in words if ASSIGN_RE.match(w))
+            runs = self.tables.of_command(words[n:], assignments)
+            if runs is not None:
+                self.report_counts(doc.shown, line, runs, text, self.found)
+                return True
+        return False
+
+    def report_counts(self, shown, line, runs, text, found):
+        """Each wrong count of text, a problem of shown:line (runs: table_counts.Runs, or why there are none)."""
+        named = [m.group(0) for regex in (table_counts.COUNT_RE, table_counts.SEED_RANGE_RE, table_counts.PRODUCT_RE)
+                 for m in regex.finditer(text)]
+        self.counts["counts"] += len(named)
+        wrong = runs.problems(text) if isinstance(runs, table_counts.Runs) else [(n, runs) for n in named[:1]]
+        for count, why in wrong:
+            found.append((line, "%s:%d: count %s is named but %s" % (shown, line, count, why)))
+
+    def check_reverse(self):
+        """After every document: each flag --help prints is named in docs/command-line.md; each make
+        target the Makefile's header names is named in a document, and the counts of the header's
+        entries are those its tables' scripts run."""
+        found = []
+        page = self.document("docs/command-line.md")
+        named = set(FLAG_RE.findall(" ".join(text for _, text in page.spans + page.commands)))
+        for flag in sorted(self.maskprior_flags - named):
+            found.append((0, "%s: flag %s is in %s --help, but this page does not name it"
+                          % (page.shown, flag, self.binary_shown)))
+        for line, text, words in table_counts.header_entries(self.tree.text("Makefile")):
+            targets = [t for t in words if self.make.is_target(t)]
+            for t in targets:
+                if t not in self.named_targets:
+                    found.append((line, "Makefile:%d: make target %s is in the Makefile's header, but no document "
+                                  "names it" % (line, t)))
+            runs = next(filter(None, (self.tables.of_make(t, {}) for t in targets)), None)
+            if runs is not None:
+                self.report_counts("Makefile", line, runs, text, found)
+        return [text for _, text in found]
 
 
 def documents(checker, files):
@@ -511,12 +584,14 @@ def main(argv):
     checker = Checker(Tree(root), binary, shown)
     docs = documents(checker, opts.files)
     problems = [text for d in docs for text in checker.check_document(d)]
+    if not opts.files:
+        problems += checker.check_reverse()
     for text in problems:
         print(text)
     c, n = checker.counts, len(problems)
-    print("check_docs: %d file%s: %d paths (%d anchors), %d make targets (%d variables), %d flags checked; %s"
-          % (len(docs), "" if len(docs) == 1 else "s", c["paths"], c["anchors"], c["targets"], c["variables"], c["flags"],
-             "%d problem%s" % (n, "" if n == 1 else "s") if n else "no problems"))
+    print("check_docs: %d file%s: %d paths (%d anchors), %d make targets (%d variables), %d flags, %d counts checked; "
+          "%s" % (len(docs), "" if len(docs) == 1 else "s", c["paths"], c["anchors"], c["targets"], c["variables"],
+                  c["flags"], c["counts"], "%d problem%s" % (n, "" if n == 1 else "s") if n else "no problems"))
     return 1 if n else 0
 
 

@@ -6,7 +6,7 @@
 #       (tests/emulated_tests) with each block's threads in index order and again in reverse
 #       order (MASKPRIOR_EMU_SCHEDULE), the kernel lab's programs on the emulation (dev/), the
 #       plot script's and prepare_text.py's tests, tools/export.py into nanoGPT's GPT
-#       (tests/test_export.sh nanogpt), the documents' names (tests/test_docs.sh), and that
+#       (tests/test_export.sh nanogpt), the documents' names and counts (tests/test_docs.sh), and that
 #       dev/ptxas-report.txt names every kernel main.cu's build compiles (tests/test_ptxas_report.sh)
 #   make check (--check): all of that, then the emulated GPU tests in a seeded shuffled order and
 #       under AddressSanitizer and UndefinedBehaviorSanitizer (tests/emulated_tests_asan), the
@@ -74,7 +74,7 @@ run_script tests/test_plot.sh
 run_script tests/test_prepare_text.sh
 echo "== tools/export.py into nanoGPT's GPT: the checkpoint's loss (tests/test_export.sh nanogpt)"
 timed "the nanoGPT export test" run_script tests/test_export.sh nanogpt
-echo "== the documents name only what exists (tests/test_docs.sh)"
+echo "== the documents: the names, flags, targets and counts of runs they give (tests/test_docs.sh)"
 run_script tests/test_docs.sh
 echo "== the ptxas report names every kernel the build compiles (tests/test_ptxas_report.sh)"
 run_script tests/test_ptxas_report.sh

@@ -1,9 +1,11 @@
 #!/bin/sh
-# tests/test_docs.sh: the documents name only paths, make targets and flags that exist
-# (tests/check_docs.py), and the checker catches a stale name: a copy of README.md, checked
-# against this tree, gets one planted at a time (a missing path, a missing make target, a flag
-# the program does not have; in prose code spans, indented and fenced code blocks), and the
-# checker must fail on it and name it.
+# tests/test_docs.sh: the documents name only paths, make targets and flags that exist, name
+# every flag and every make target the program and the Makefile's header offer, and give the
+# counts of runs the tables' scripts make (tests/check_docs.py); and the checker catches a stale
+# name: a copy of README.md, checked against this tree, gets one planted at a time (a missing
+# path, a missing make target, a flag the program does not have, in prose code spans, indented
+# and fenced code blocks; a wrong count of a table's seeds), and a binary whose --help prints
+# one flag more is checked against the real documents; the checker must fail on each and name it.
 # Exit 0 when the real documents pass and every plant is caught, 1 otherwise, 77 (skip) when
 # there is no binary to ask for its flags (MASKPRIOR_BINARY, default ./maskprior: build it with make).
 # shellcheck disable=SC2016  # the plants' backquotes are markdown's, not command substitutions
@@ -55,4 +57,25 @@ plant "a flag the program does not have, in a code span" "flag --no-such-flag" \
     'Run `./maskprior --task maj3 --no-such-flag` for that.'
 plant "a path that does not exist, in a fenced block" "path tests/no_such_test.sh" \
     "$(printf '```sh\nsh tests/no_such_test.sh --quick\n```')"
+plant "a wrong count of a table's runs" "count 2 seeds" \
+    '    make table-boolean          # 3 tasks x 5 variants x 2 seeds'
+
+# a flag no document names: the binary's --help with one more line
+{
+    echo '#!/bin/sh'
+    echo "\"$binary\" \"\$@\"; rc=\$?"
+    echo '[ "$1" = --help ] && echo "  --planted-flag N    a flag no document names"'
+    echo 'exit $rc'
+} > "$work/maskprior"
+chmod +x "$work/maskprior"
+MASKPRIOR_BINARY="$work/maskprior" "$python" tests/check_docs.py --root "$root" > "$work/plant.out" 2>&1
+rc=$?
+caught=$(grep -F -- "flag --planted-flag is in" "$work/plant.out" | grep -F "docs/command-line.md")
+if [ "$rc" = 1 ] && [ -n "$caught" ]; then
+    echo "docs check: planted a flag that --help prints and no document names: caught: $caught"
+else
+    echo "docs check: FAILED: a flag that --help prints and no document names was not caught (exit $rc):"
+    sed 's/^/    /' "$work/plant.out"
+    failed=1
+fi
 exit $failed

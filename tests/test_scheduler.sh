@@ -14,7 +14,8 @@
 #      and a task's shell sent SIGUSR1 (as --signal=B:USR1@120 has Slurm do before the time
 #      limit) passes it on to its run, which writes its checkpoint and exits 3, and the task
 #      requeues itself (a stand-in scontrol records the call);
-#   3. run here with JOBS=2 (each run with OMP_NUM_THREADS = cores / 2);
+#   3. run here with JOBS=2 (each run with OMP_NUM_THREADS = cores / 2); and with SCHEDULER=list
+#      the table prints its four runs, one a line, and stops (exit 0) having written nothing;
 #   4. run here on a machine that seems to have two GPUs (an nvidia-smi that lists two; the runs
 #      still train on the CPU): while they run, two that run at once never share a
 #      CUDA_VISIBLE_DEVICES, and both GPUs get runs (seen through pgrep and /proc; left out
@@ -189,6 +190,15 @@ if JOBS=2 TINY_ROOT="$tmp/jobs2" sh "$tmp/tiny_table.sh" > "$tmp/jobs2.out" 2>&1
         || fail "JOBS=2: not $threads threads a run"
 else
     fail "JOBS=2: the tiny table failed: $(cat "$tmp/jobs2.out")"
+fi
+
+# SCHEDULER=list: the runs printed as the table gives them, nothing run, nothing written
+if SCHEDULER=list TINY_ROOT="$tmp/list" sh "$tmp/tiny_table.sh" > "$tmp/list.out" 2>&1; then
+    [ "$(cut -d' ' -f1 "$tmp/list.out" | tr '\n' ' ')" = "$(for r in $runs; do printf '%s ' "$tmp/list/$r"; done)" ] \
+        || fail "SCHEDULER=list did not print the four runs, one a line: $(cat "$tmp/list.out")"
+    [ ! -e "$tmp/list" ] || fail "SCHEDULER=list wrote $tmp/list"
+else
+    fail "SCHEDULER=list: exit code not 0: $(cat "$tmp/list.out")"
 fi
 
 # 4. Two GPUs, as nvidia-smi -L lists them: a run per GPU at once. Samples every 0.1 s which GPU

@@ -72,7 +72,7 @@ def read_safetensors(path):
 
 
 def parameter_shapes(cfg):
-    """Every parameter of the model the metadata describes: name -> shape (README, Checkpoints)."""
+    """Every parameter of the model the metadata describes: name -> shape (docs/runs.md, "Checkpoints")."""
     C, T, NH, HS, MLP = cfg["width"], cfg["seq_len"], cfg["heads"], cfg["head_size"], cfg["mlp"]
     shapes = {"wpe": (T, C)}
     if cfg.get("image"):

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Turns run folders into PNG plots (README, "What a run leaves"; docs/method.md, "Measuring persistence").
+"""Turns run folders into PNG plots (docs/runs.md, "What a run leaves"; docs/method.md, "Measuring persistence").
 
     tools/plot.py RUN_DIR [RUN_DIR ...] --out DIR [--title TEXT]
 
