@@ -213,10 +213,15 @@ run: deps-run maskprior
 TEST_BINARIES  = maskprior tests/unit_tests maskprior-emulated tests/emulated_tests $(DEV_EMULATED)
 CHECK_BINARIES = tests/emulated_tests_asan tests/emulated_tests_tsan maskprior-sanitize $(FUZZ_BINS)
 
-test: deps-test $(TEST_BINARIES)
+# how many binaries make test and make check build at once: one a core (each is one translation unit)
+BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+test: deps-test
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) $(TEST_BINARIES)
 	@sh tests/run_all.sh
 
-check: deps-check $(TEST_BINARIES) $(CHECK_BINARIES)
+check: deps-check
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) $(TEST_BINARIES) $(CHECK_BINARIES)
 	@sh tests/run_all.sh --check
 
 test-emulated: deps-test maskprior-emulated tests/emulated_tests

@@ -1,8 +1,12 @@
 #!/usr/bin/python3
 """PyTorch cross-check of maskprior's forward and backward pass (docs/method.md, README).
 
-    /usr/bin/python3 tests/torch_reference.py STATE.safetensors [--corrupt NAME]
+    /usr/bin/python3 tests/torch_reference.py STATE.safetensors [STATE.safetensors ...]
+    /usr/bin/python3 tests/torch_reference.py STATE.safetensors --corrupt NAME[,NAME...]
     /usr/bin/python3 tests/torch_reference.py STATE.safetensors --adamw-step AFTER.safetensors LR WD
+
+Several states are checked in one process (importing torch takes seconds), one PASS or FAIL line
+each; --corrupt checks that the check fails with each named tensor corrupted in turn.
 
 STATE.safetensors is written by `./maskprior ... --dump-state STATE.safetensors`: the
 parameters, one batch (batch.inputs, batch.targets), its loss and every gradient (grad.<name>).
@@ -211,11 +215,11 @@ def adamw_step_matches(params, shapes, tensors, after_path, lr, wd):
     return ok
 
 
-def main(argv):
-    adamw = len(argv) == 6 and argv[2] == "--adamw-step"
-    if len(argv) not in (2, 4) and not adamw or (len(argv) == 4 and argv[2] != "--corrupt"):
-        sys.exit(f"usage: {argv[0]} STATE.safetensors [--corrupt NAME | --adamw-step AFTER.safetensors LR WD]")
-    tensors, meta = read_safetensors(argv[1])
+def check_state(path, corrupt=None, adamw=None):
+    """Checks one --dump-state file: the loss and every gradient against autograd (after adding to
+    tensor `corrupt` first, when named), then with adamw = (AFTER, LR, WD) one AdamW step. True when
+    everything matches."""
+    tensors, meta = read_safetensors(path)
     numbers = ("width", "layers", "heads", "head_size", "mlp", "seq_len", "vocab", "out", "causal")
     cfg = {key: int(meta[key]) for key in numbers}
     cfg.update(mask=meta["mask"], head_type=meta["head_type"], mask_layers=meta.get("mask_layers", "all"),
@@ -224,17 +228,17 @@ def main(argv):
                patch=int(meta.get("patch", "0")), pool=meta.get("pool", "cls"),
                label_smoothing=float(meta.get("label_smoothing", "0")))
     if cfg["encoding"] == "scalar" and "token_values" not in tensors:
-        sys.exit(f"{argv[1]}: scalar encoding, but no token_values table")
-    if len(argv) == 4 and not adamw:
-        if argv[3] not in tensors:
-            sys.exit(f"{argv[1]}: no tensor {argv[3]} to corrupt")
-        target = tensors[argv[3]]
+        sys.exit(f"{path}: scalar encoding, but no token_values table")
+    if corrupt is not None:
+        if corrupt not in tensors:
+            sys.exit(f"{path}: no tensor {corrupt} to corrupt")
+        target = tensors[corrupt]
         target.view(-1)[0] += 1e-2 + 0.1 * target.abs().max()
 
     shapes = parameter_shapes(cfg)
     for name, shape in shapes.items():
         if name not in tensors or tensors[name].shape != shape:
-            sys.exit(f"{argv[1]}: parameter {name} {shape} is missing or has another shape")
+            sys.exit(f"{path}: parameter {name} {shape} is missing or has another shape")
     params = {name: tensors[name].clone().requires_grad_() for name in shapes}
     inputs = tensors["batch.inputs"] if cfg["image"] else tensors["batch.inputs"].long()
     loss = model_loss(params, cfg, inputs, tensors["batch.targets"], tensors.get("token_values"),
@@ -257,13 +261,36 @@ def main(argv):
             ok = False
     input_kind = (f"image {meta['image']} patch {cfg['patch']} pool {cfg['pool']}" if cfg["image"]
                   else f"{cfg['encoding']} encoding")
-    print(f"{'PASS' if ok else 'FAIL'}: {argv[1]} ({meta['mask']} mask, causal {cfg['causal']}, {cfg['head_type']} head, "
+    print(f"{'PASS' if ok else 'FAIL'}: {path} ({meta['mask']} mask, causal {cfg['causal']}, {cfg['head_type']} head, "
           f"{input_kind}, "
           f"{cfg['loss'] if cfg['head_type'] == 'regression' else 'cross-entropy'} loss, {len(shapes)} parameter tensors) "
           f"against PyTorch float64")
     if adamw and ok:
-        ok = adamw_step_matches(params, shapes, tensors, argv[3], float(argv[4]), float(argv[5]))
-    return 0 if ok else 1
+        ok = adamw_step_matches(params, shapes, tensors, adamw[0], float(adamw[1]), float(adamw[2]))
+    return ok
+
+
+USAGE = """usage: torch_reference.py STATE.safetensors [STATE.safetensors ...]
+       torch_reference.py STATE.safetensors --corrupt NAME[,NAME...]
+       torch_reference.py STATE.safetensors --adamw-step AFTER.safetensors LR WD
+Checks each state (exit 0 when all pass); or, with --corrupt, that the check fails with each named
+tensor corrupted in turn (exit 0 when every corruption is caught); or one AdamW step after the state."""
+
+
+def main(argv):
+    args = argv[1:]
+    if len(args) == 3 and args[1] == "--corrupt":
+        caught = []
+        for name in args[2].split(","):
+            caught.append(not check_state(args[0], corrupt=name))
+            print(f"{'caught' if caught[-1] else 'MISSED'}: {args[0]} with {name} corrupted")
+        return 0 if all(caught) else 1
+    if len(args) == 5 and args[1] == "--adamw-step":
+        return 0 if check_state(args[0], adamw=args[2:]) else 1
+    if not args or any(a.startswith("--") for a in args):
+        sys.exit(USAGE)
+    results = [check_state(path) for path in args]
+    return 0 if all(results) else 1
 
 
 if __name__ == "__main__":
