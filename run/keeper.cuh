@@ -19,6 +19,7 @@
 #include <string>
 #include <nlohmann/json.hpp>
 #include "model.cuh"              // Model
+#include "run/atomic_file.h"      // fault_point
 #include "run/checkpointing.cuh"  // RunPaths, run_paths, checkpoint_to_resume, start_state, Checkpointer
 #include "run/evaluate.cuh"       // Evaluation, TrainAccuracy, write_pictures, write_structure_picture
 #include "run/options.h"          // Options
@@ -26,7 +27,8 @@
 #include "run/setup.cuh"          // run_metadata, init_variant
 #include "run/signals.h"          // catch_stop_signals, stop_signal, report_stop
 #include "run/step.cuh"           // model_read_step_log, weight_decay_on
-#include "tasks/task.h"           // Task, is_language_task
+#include "tasks/registry.h"       // is_language_task
+#include "tasks/task.h"           // Task
 
 struct RunKeeper {
     const Options& opt;
