@@ -1,7 +1,10 @@
 # maskprior: one binary, built by nvcc with cuBLAS; it trains on the GPU when there is one
-# and on the CPU otherwise. Each target installs the Debian packages it needs first
+# and on the CPU otherwise. Where there is no nvcc, the host compiler builds the same program
+# without CUDA, which trains on the CPU. Each target installs the Debian packages it needs first
 # (tools/install-deps.sh).
 #   make            build ./maskprior
+#   make CUDA=0     build it without CUDA, by the host compiler alone (the default without nvcc);
+#                   CXX=clang++ for clang (CUDA=0's programs and the emulated ones)
 #   make run        the headline experiment: default, qk-svd, qk-opt and mask init on a Boolean
 #                   task (TASK=maj3), with the table and the prior-mass plots; JOBS=N runs at once
 #                   (one per core on a CPU)
@@ -15,7 +18,9 @@
 #                   failing on its blank and passing on its solution, runs killed and continued,
 #                   every parser's fuzzer for a few seconds, the schedulers, gpu-check's way of
 #                   running the GPU tests on a planted crash (CI runs this)
-#   make HOST_MARCH=x86-64-v3  the host code for any AVX2 CPU (default native)
+#   make check-arm64  the program and the unit tests cross-built for ARM64 and run under qemu-user,
+#                   their runs' bytes compared with this machine's (not in CI)
+#   make HOST_MARCH=x86-64-v3  the host code for any AVX2 CPU (default native; armv8-a for ARM64)
 #   make ARCH=80    GPU code for another compute capability (default: this machine's GPU, else 90)
 #   make CUDA_HOME=/usr/local/cuda-13.0  that CUDA's nvcc (default: nvcc on PATH);
 #                   EXTRA_NVCCFLAGS="..." more nvcc flags (say -lineinfo for a profiler)
@@ -57,9 +62,33 @@
 #   make fuzz       every input parser under libFuzzer with ASan and UBSan, 10^6 inputs each
 #                   (FUZZ_ARGS="--seconds S"; clang); make fuzz-smoke: 10 s each (tests/fuzz/)
 # docs/testing.md says what each test checks, docs/gpu.md what gpu-check runs.
-# The CUDA toolkit: CUDA_HOME's when given, else the nvcc on PATH (whose own cuBLAS it links)
+# The CUDA toolkit's nvcc (whose own cuBLAS it links): CUDA_HOME's when given, else the nvcc on
+# PATH, else /usr/local/cuda's. CUDA=1 builds ./maskprior, the unit tests and the kernel lab with it.
+# CUDA=0, the default where there is no nvcc (and `make CUDA=0` where there is one), builds
+# ./maskprior and the unit tests with the host compiler alone, as maskprior-emulated is built: it
+# trains on the CPU, and runs its CUDA code on the emulation (emu/) only when --device cuda asks,
+# to check it; the unit tests' GPU cases skip. Its CPU runs write the nvcc build's bytes.
 CUDA_HOME ?=
-NVCC      ?= $(if $(CUDA_HOME),$(CUDA_HOME)/bin/nvcc,nvcc)
+ifeq ($(origin NVCC),undefined)
+NVCC_ON_PATH := $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc),nvcc)
+NVCC      := $(if $(CUDA_HOME),$(CUDA_HOME)/bin/nvcc,$(NVCC_ON_PATH))
+endif
+NVCC_FOUND := $(shell command -v $(NVCC) 2>/dev/null)
+ifeq ($(origin CUDA),undefined)
+CUDA      := $(if $(or $(CUDA_HOME),$(NVCC_FOUND)),1,0)
+WITHOUT_CUDA_WHY := no nvcc found (CUDA_HOME, PATH, /usr/local/cuda)
+else
+WITHOUT_CUDA_WHY := CUDA=0
+endif
+ifeq ($(CUDA),1)
+ifeq ($(NVCC_FOUND),)
+$(error maskprior: no nvcc at $(NVCC): CUDA_HOME names a CUDA toolkit, or make CUDA=0 builds without one)
+endif
+else ifneq ($(CUDA),0)
+$(error maskprior: CUDA must be 0 or 1, got '$(CUDA)')
+endif
+# The host compiler: CXX (g++ by default; clang++ needs libomp-14-dev for OpenMP). It builds the
+# programs without nvcc (CUDA=0's, the emulated ones); nvcc hands host code to its own, g++.
 # more nvcc flags for every nvcc build (-lineinfo, -G, -Xptxas -v, ...)
 EXTRA_NVCCFLAGS ?=
 # GPU code: native code for ARCH plus PTX that newer GPUs can compile. ARCH is the compute
@@ -90,18 +119,22 @@ VISION_ARGS ?=
 # make table-lm: --paper (a GPU size), --seeds N, --steps S
 LM_ARGS ?=
 
-# Host code: HOST_MARCH picks the instructions (native: this machine's widest vectors; x86-64-v3
-# for a binary that must start on any AVX2 machine, such as the GPU machine). -ffp-contract=off:
-# a multiply and an add round separately, as written, never fused, so CPU results are the same
-# bits on every x86-64 CPU and at every HOST_MARCH (cpu_fast/gemm.h; tests/march_check.sh).
+# Host code: HOST_MARCH picks the instructions. On x86-64 native by default (this machine's
+# widest vectors; x86-64-v3 for a binary that must start on any AVX2 machine, such as the GPU
+# machine); for ARM64 (the compiler's target, $(CXX) -dumpmachine) armv8-a, whose NEON vectors
+# every ARM64 CPU has. -ffp-contract=off: a multiply and an add round separately, as written, never
+# fused, so CPU results are the same bits on every CPU of an architecture and at every HOST_MARCH
+# (cpu_fast/gemm.h; tests/march_check.sh; across architectures, docs/speed.md).
 # -fno-trapping-math: no program here reads the floating-point exception flags, so the compiler
 # may turn a comparison into a vector select (vexp's range checks); no value changes.
-HOST_MARCH ?= native
+HOST_TARGET := $(shell $(CXX) -dumpmachine 2>/dev/null)
+HOST_MARCH ?= $(if $(filter aarch64%,$(HOST_TARGET)),armv8-a,native)
 # the C compiler of tools/fma_peak (make bench)
 HOST_CC   ?= gcc
 # The settings that shape a build without being files: .build-settings (git-ignored) holds the
-# last ones, so that `make HOST_MARCH=x86-64-v3` or `make ARCH=100` rebuilds what they shape.
-BUILD_SETTINGS := HOST_MARCH=$(HOST_MARCH) ARCH=$(ARCH)
+# last ones, so that `make CUDA=0`, `make CXX=clang++`, `make HOST_MARCH=x86-64-v3` or
+# `make ARCH=100` rebuilds every binary they shape: those of two builds never mix.
+BUILD_SETTINGS := CUDA=$(CUDA) CXX=$(CXX) HOST_MARCH=$(HOST_MARCH)$(if $(filter 1,$(CUDA)), ARCH=$(ARCH))
 $(shell [ "$$(cat .build-settings 2>/dev/null)" = "$(BUILD_SETTINGS)" ] || echo "$(BUILD_SETTINGS)" > .build-settings)
 # what --version prints: the commit and the settings above
 VERSION_DEFINES = -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"' -DMASKPRIOR_BUILD_SETTINGS='"$(BUILD_SETTINGS)"'
@@ -117,7 +150,7 @@ HEADERS   = $(wildcard *.cuh attention/*.h attention/*.cuh cpu_fast/*.h gpu/*.h 
 # The CUDA emulation (emu/): the host compiler builds the same sources with MASKPRIOR_CUDA_EMULATION,
 # which puts emu/'s CUDA and cuBLAS in place of the real ones; fibers from Boost.Context run the
 # threads of a block. No GPU and no nvcc needed.
-EMU_CXX   ?= g++
+EMU_CXX   ?= $(CXX)
 EMU_OPT   ?= -O2
 EMU_BASE  = -std=c++17 -march=$(HOST_MARCH) -ffp-contract=off -fno-trapping-math -fopenmp -Wall -Wno-parentheses $(INCLUDES) -DMASKPRIOR_CUDA_EMULATION \
             $(VERSION_DEFINES)
@@ -156,17 +189,30 @@ FUZZ_NAMES  = safetensors structure arithmetic idx cifar image token_file vocabu
 FUZZ_BINS   = $(FUZZ_NAMES:%=tests/fuzz/bin/fuzz_%)
 FUZZ_ARGS  ?= --runs 1000000
 
-.PHONY: all run test check test-emulated table-boolean table-arithmetic table-vision table-lm test-large sweep-2parity \
-        gpu-check gpu-check-full gpu-include ptxas-report bench deps-run deps-test deps-check deps-tables deps-bench clean test-sanitize test-faults \
+.PHONY: all run test check check-arm64 test-emulated table-boolean table-arithmetic table-vision table-lm test-large sweep-2parity \
+        gpu-check gpu-check-full gpu-include ptxas-report bench deps-run deps-test deps-check deps-tables deps-bench deps-arm64 clean test-sanitize test-faults \
         fuzz fuzz-smoke dev dev-emulated exercise
 
 all: maskprior
 
+ifeq ($(CUDA),1)
 maskprior: main.cu $(HEADERS) .build-settings
 	$(NVCC) $(NVCCFLAGS) -o $@ main.cu $(LDLIBS)
 
 tests/unit_tests: $(wildcard tests/*.cu tests/*.h) $(HEADERS) .build-settings
 	$(NVCC) $(NVCCFLAGS) -o $@ tests/unit_tests.cu $(LDLIBS)
+else
+# The build without CUDA: the same sources by the host compiler, the emulation in CUDA's place
+# (MASKPRIOR_WITHOUT_CUDA: gpu/cuda.cuh), -O3 as nvcc's host code
+WITHOUT_CUDA_FLAGS = $(EMU_BASE) -DMASKPRIOR_WITHOUT_CUDA -O3
+maskprior: main.cu $(HEADERS) $(EMU_HEADERS) .build-settings
+	@echo "maskprior: $(WITHOUT_CUDA_WHY): building with $(CXX) alone, without CUDA: it trains on the CPU" \
+	      "(--device cuda: the CUDA code on the emulation, emu/, to check it)"
+	$(CXX) $(WITHOUT_CUDA_FLAGS) -o $@ -x c++ main.cu -x none $(EMU_LIBS)
+
+tests/unit_tests: $(wildcard tests/*.cu tests/*.h) $(HEADERS) $(EMU_HEADERS) .build-settings
+	$(CXX) $(WITHOUT_CUDA_FLAGS) -o $@ -x c++ tests/unit_tests.cu -x none $(EMU_LIBS)
+endif
 
 maskprior-emulated: main.cu $(HEADERS) $(EMU_HEADERS) .build-settings
 	$(EMU_CXX) $(EMU_FLAGS) -o $@ -x c++ main.cu -x none $(EMU_LIBS)
@@ -188,11 +234,21 @@ SANITIZE_FLAGS = -O1 -std=c++17 $(GENCODE) -DMASKPRIOR_CUDA_ARCH=$(ARCH) $(INCLU
             -Xcompiler -fsanitize=address,-fsanitize=undefined,-fno-sanitize-recover=all,-fno-omit-frame-pointer \
             $(VERSION_DEFINES)
 
+ifeq ($(CUDA),1)
 maskprior-sanitize: main.cu $(HEADERS) .build-settings
 	$(NVCC) $(SANITIZE_FLAGS) -o $@ main.cu $(LDLIBS)
 
 tests/unit_tests_sanitize: $(wildcard tests/*.cu tests/*.h) $(HEADERS) .build-settings
 	$(NVCC) $(SANITIZE_FLAGS) -o $@ tests/unit_tests.cu $(LDLIBS)
+else
+WITHOUT_CUDA_SANITIZE = $(EMU_BASE) -DMASKPRIOR_WITHOUT_CUDA -O1 -g -fsanitize=address,undefined \
+            -fno-sanitize-recover=all -fno-omit-frame-pointer
+maskprior-sanitize: main.cu $(HEADERS) $(EMU_HEADERS) .build-settings
+	$(CXX) $(WITHOUT_CUDA_SANITIZE) -o $@ -x c++ main.cu -x none $(EMU_LIBS)
+
+tests/unit_tests_sanitize: $(wildcard tests/*.cu tests/*.h) $(HEADERS) $(EMU_HEADERS) .build-settings
+	$(CXX) $(WITHOUT_CUDA_SANITIZE) -o $@ -x c++ tests/unit_tests.cu -x none $(EMU_LIBS)
+endif
 
 # the unit tests and a short run of each task family under the sanitizers (tests/sanitize.sh)
 test-sanitize: deps-test maskprior-sanitize tests/unit_tests_sanitize
@@ -203,8 +259,8 @@ test-faults: deps-test maskprior
 	@sh tests/test_faults.sh --timed 20
 
 # the Debian packages of each set (tools/install-deps.sh says what each holds)
-deps-run deps-test deps-check deps-tables deps-bench:
-	@sh tools/install-deps.sh $(@:deps-%=%)
+deps-run deps-test deps-check deps-tables deps-bench deps-arm64:
+	@sh tools/install-deps.sh $(@:deps-%=%) $(if $(findstring clang,$(CXX)),clang)
 
 run: deps-run maskprior
 	@SEEDS="$(SEEDS)" OPTIMIZER=$(OPTIMIZER) sh experiments/headline.sh $(TASK)
@@ -224,10 +280,23 @@ check: deps-check
 	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) $(TEST_BINARIES) $(CHECK_BINARIES)
 	@sh tests/run_all.sh --check
 
+# ARM64 without an ARM64 machine (tests/arm64_check.sh; CI does not run it): Debian's cross compiler
+# builds the program and the unit tests without CUDA in a copy of the tree (build/arm64/),
+# qemu-aarch64 runs the unit tests and short runs of each task family, whose bytes are compared with
+# this machine's ./maskprior's (docs/speed.md: which results differ across architectures, and why)
+check-arm64: deps-arm64 maskprior
+	@sh tests/arm64_check.sh
+
 test-emulated: deps-test maskprior-emulated tests/emulated_tests
 	./tests/emulated_tests --no-intro=true
 
+ifeq ($(CUDA),1)
 dev: $(DEV_BINS)
+else
+dev ptxas-report:
+	@echo "maskprior: make $@ needs nvcc, and this build is without CUDA ($(WITHOUT_CUDA_WHY))" \
+	      "$(if $(filter dev,$@),(make dev-emulated: the lab's checks on the emulation))" >&2; exit 2
+endif
 
 dev-emulated: $(DEV_EMULATED)
 
@@ -271,8 +340,10 @@ gpu-check-full:
 # fails when the report lacks a kernel main.cu's build compiles (tests/test_ptxas_report.sh).
 PTXAS_FLAGS = -O3 -std=c++17 -cubin -arch=sm_90 -DMASKPRIOR_CUDA_ARCH=90 $(INCLUDES) -DMASKPRIOR_GIT_COMMIT='""' \
               -DMASKPRIOR_BUILD_SETTINGS='""' $(EXTRA_NVCCFLAGS)
+ifeq ($(CUDA),1)
 ptxas-report:
 	$(PYTHON) dev/ptxas_report.py dev/ptxas-report.txt $(NVCC) $(PTXAS_FLAGS) -o /dev/null main.cu
+endif
 
 # the kernels of a language model's logits past 2^31 floats: ~18 GB of GPU memory (skipped without a GPU)
 test-large: tests/unit_tests

@@ -4,7 +4,7 @@
 //
 // Why the bits cannot move. Every output C[i,j] is one chain of K multiply-then-add steps in k
 // order, run by one thread. The vector lanes lie across outputs (j), never along k, so no
-// partial sums are ever combined: the vector width (SSE, AVX2, AVX-512) and the thread count
+// partial sums are ever combined: the vector width (SSE, AVX2, AVX-512, NEON) and the thread count
 // change which outputs run side by side, not how any one is summed. The build compiles host code
 // with -ffp-contract=off (Makefile): a multiply and an add each round, as written, on every
 // CPU; fused multiply-adds would round once and exist on some CPUs only.
@@ -35,7 +35,7 @@ struct StridedMatrix {
 };
 
 // The machine's vector register, in bytes, as the build's -march gives it: the compiler maps the
-// vector type below onto exactly one register.
+// vector type below onto exactly one register (16 bytes: x86-64's SSE, or ARM64's NEON).
 #if defined(__AVX512F__)
 constexpr int VECTOR_BYTES = 64;
 #elif defined(__AVX__)

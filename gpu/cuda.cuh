@@ -1,6 +1,7 @@
 // gpu/cuda.cuh: CUDA itself, for the rest of the program: the CUDA and cuBLAS headers (or, built
 // by the host compiler with MASKPRIOR_CUDA_EMULATION, the emulation of emu/ in their place),
-// whether the GPU is emulated, the error checks (CUDA errors are bugs, not input: cudaCheck and
+// whether the GPU is emulated, which build this is (nvcc's, or the host compiler's with or without
+// CUDA) and by which compiler, the error checks (CUDA errors are bugs, not input: cudaCheck and
 // cublasCheck stop the program with file:line), how many GPUs there are, and whether the GPU is
 // the one the code was built for.
 #pragma once
@@ -17,6 +18,17 @@ constexpr bool GPU_EMULATED = true;
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 constexpr bool GPU_EMULATED = false;
+#endif
+// The build without a CUDA toolkit (make CUDA=0, or no nvcc found): ./maskprior and the unit tests
+// by the host compiler, the emulation in CUDA's place. Its emulated GPU is there to check the CUDA
+// code, not to train on: --device auto takes the CPU, and only --device cuda the emulation.
+#ifdef MASKPRIOR_WITHOUT_CUDA
+#ifndef MASKPRIOR_CUDA_EMULATION
+#error "MASKPRIOR_WITHOUT_CUDA builds the CUDA code on the emulation: define MASKPRIOR_CUDA_EMULATION too"
+#endif
+constexpr bool BUILT_WITHOUT_CUDA = true;
+#else
+constexpr bool BUILT_WITHOUT_CUDA = false;
 #endif
 #include "layers/errors.h"  // fail: a GPU older than the build is bad input
 
@@ -39,14 +51,39 @@ inline void cublas_check(cublasStatus_t status, const char* file, int line) {
 }
 #define cublasCheck(status) cublas_check((status), __FILE__, __LINE__)
 
-// Number of usable CUDA devices; 0 when there is no driver or no GPU (never an error).
+// Number of CUDA GPUs to train on; 0 when there is no driver or no GPU (never an error), and in the
+// build without CUDA, whose emulated GPU only --device cuda asks for (run/setup.cuh's pick_device)
 inline int gpu_count() {
+    if (BUILT_WITHOUT_CUDA) return 0;
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
         cudaGetLastError();  // clear the sticky "no device" error
         return 0;
     }
     return n;
+}
+
+// The compiler of the host code: "g++ 12.2.0" or "clang++ 14.0.6" (under nvcc, the one it hands
+// the host code to)
+inline std::string host_compiler() {
+#if defined(__clang__)
+    return "clang++ " + std::to_string(__clang_major__) + "." + std::to_string(__clang_minor__) + "." +
+           std::to_string(__clang_patchlevel__);
+#else
+    return "g++ " __VERSION__;
+#endif
+}
+
+// Which build this is, in a few words: for --version and the start-up table
+inline std::string build_text() {
+#if defined(MASKPRIOR_WITHOUT_CUDA)
+    return host_compiler() + " without CUDA (CUDA code on emu/)";
+#elif defined(MASKPRIOR_CUDA_EMULATION)
+    return host_compiler() + " with the CUDA emulation (emu/)";
+#else
+    return "nvcc " + std::to_string(__CUDACC_VER_MAJOR__) + "." + std::to_string(__CUDACC_VER_MINOR__) + " with " +
+           host_compiler();
+#endif
 }
 
 // The compute capability the GPU code was built for (make ARCH=...; 0 under the emulation)

@@ -33,7 +33,7 @@ inline int cpu_vector_bits() {
     return 512;
 #elif defined(__AVX__)
     return 256;
-#elif defined(__SSE2__)
+#elif defined(__SSE2__) || defined(__ARM_NEON)  // SSE, or ARM64's NEON
     return 128;
 #else
     return 0;

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
+#include "gpu/cuda.cuh"      // build_text: which build this is, by which compilers
 #include "layers/errors.h"   // fail()
 #include "prior/inits.cuh"   // INITS, find_init, init_names
 #include "tasks/registry.h"  // TASKS, find_task, is_image_task, is_language_task, is_arithmetic_task
@@ -392,15 +393,10 @@ inline std::vector<std::string> command_words(int argc, char** argv) {
     return words;
 }
 
-// The commit and the settings this binary was built with (the Makefile compiles them in)
+// The commit, the compilers and the settings this binary was built with (the Makefile compiles
+// the commit and the settings in)
 inline void print_version() {
-#if defined(MASKPRIOR_CUDA_EMULATION)
-    const std::string compilers = "g++ " __VERSION__ " alone, with the CPU emulation of CUDA (emu/)";
-#else
-    const std::string compilers = "nvcc " + std::to_string(__CUDACC_VER_MAJOR__) + "." +
-                                  std::to_string(__CUDACC_VER_MINOR__) + " and g++ " __VERSION__;
-#endif
-    printf("maskprior %s\nbuilt by %s: %s\n", MASKPRIOR_GIT_COMMIT, compilers.c_str(), MASKPRIOR_BUILD_SETTINGS);
+    printf("maskprior %s\nbuilt by %s: %s\n", MASKPRIOR_GIT_COMMIT, build_text().c_str(), MASKPRIOR_BUILD_SETTINGS);
 }
 
 inline Options parse_options(int argc, char** argv) {

@@ -69,7 +69,8 @@ inline int generate(const Options& opt, Device dev) {
     // without a newline)
     std::vector<int> context;
     if (!opt.prompt.empty()) context = vocabulary.encode(opt.prompt);
-    else if (vocabulary.byte_id['\n'] >= 0 || vocabulary.piece_id.count("\n")) context = vocabulary.encode("\n");
+    else if (vocabulary.byte_id[(unsigned char)'\n'] >= 0 || vocabulary.piece_id.count("\n"))
+        context = vocabulary.encode("\n");
     else context = {0};
     if (context.empty()) fail("--prompt encodes to no token");
     fprintf(stderr, "maskprior: %s (step %s, %s), vocabulary %s; temperature %g, top-k %d, seed %llu\n",

@@ -71,8 +71,14 @@ inline std::unique_ptr<Task> make_task(const Options& opt) {
     return std::make_unique<ArithmeticTask>(opt.task, data);  // a bad data file throws
 }
 
-// --device auto takes the GPU when there is one
+// --device auto takes the GPU when there is one. The build without CUDA has none to train on
+// (gpu_count() is 0): there --device cuda runs the CUDA code on the emulation, to check it.
 inline Device pick_device(const Options& opt) {
+    if (opt.device == "cuda" && BUILT_WITHOUT_CUDA) {
+        fprintf(stderr, "maskprior: warning: built without CUDA, --device cuda runs the CUDA code on its CPU "
+                        "emulation (emu/), for checking it: far slower than --device cpu\n");
+        return DEVICE_GPU;
+    }
     int gpus = gpu_count();
     if (opt.device == "cuda" && gpus == 0) fail("--device cuda, but no CUDA GPU is available");
     const Device dev = (opt.device == "cuda" || (opt.device == "auto" && gpus > 0)) ? DEVICE_GPU : DEVICE_CPU;
@@ -119,7 +125,9 @@ inline std::string kernels_text(Device dev, const Kernels& kernels) {
 
 // The first line of a run: where it trains, and with which kernels
 inline std::string device_line(Device dev, const Kernels& kernels) {
-    if (dev == DEVICE_CPU) return "CPU (no GPU in use): " + device_name(dev) + ", " + kernels_text(dev, kernels);
+    if (dev == DEVICE_CPU)
+        return std::string(BUILT_WITHOUT_CUDA ? "CPU (a build without CUDA): " : "CPU (no GPU in use): ") +
+               device_name(dev) + ", " + kernels_text(dev, kernels);
     return "GPU: " + device_name(dev) + ", " + kernels_text(dev, kernels);
 }
 
@@ -470,6 +478,7 @@ inline void print_startup(const Options& opt, const Task& task, const Model& mod
     row("model", fmt("C %d L %d NH %d HS %d MLP %d T %d%s", cfg.C, cfg.L, cfg.NH, cfg.HS, cfg.MLP, cfg.T,
                      cfg.causal ? " causal" : ""));
     row("parameters", fmt("%zu", model.num_params));
+    row("build", build_text());
     row("kernels", kernels_text(model.dev, model.kernels) +
                        (model.dev == DEVICE_CPU && model.kernels.cpu == 2 ? "; --cpu-kernel 1 runs the loops" : ""));
     const std::string loss_name = cfg.readout == READOUT_REGRESSION ? opt.loss : "cross-entropy";

@@ -3,6 +3,9 @@
 // test_gpu.cu is the very file make gpu-check runs on a GPU; test_emulation.cu checks the
 // emulation itself: that it runs CUDA's meaning, and that it reports what a GPU would not;
 // test_emulation_strict.cu that it refuses what a GPU refuses.
+// MASKPRIOR_EMULATED_TESTS: this program, not tests/unit_tests (which the build without CUDA also
+// compiles against the emulation): the files below leave out the CPU cases that unit_tests runs.
+#define MASKPRIOR_EMULATED_TESTS
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include "test_gpu.cu"

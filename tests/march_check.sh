@@ -1,8 +1,9 @@
 #!/bin/sh
 # The CPU result depends neither on the vector width nor on the CPU version: ./maskprior
 # (HOST_MARCH, native by default) with the fast paths (--cpu-kernel 2, the widest vectors) and a
-# copy built for x86-64-v2 (SSE only: 128-bit vectors, no FMA, no AVX) running the lesson's plain
-# loops (--cpu-kernel 1) train the same short run, at 2 threads and at 1, and must write the same
+# copy built for x86-64-v2 (SSE only: 128-bit vectors, no FMA, no AVX; built without CUDA, by the
+# host compiler alone, which is quicker) running the lesson's plain loops (--cpu-kernel 1) train
+# the same short run, at 2 threads and at 1, and must write the same
 # bytes: every tensor of the checkpoint and every line of log.jsonl (the evaluations, prior
 # mass and persistence included). cpu_fast/gemm.h says why they can: every sum keeps the
 # reference's order whatever the lanes, and -ffp-contract=off keeps a multiply and an add two
@@ -14,7 +15,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/maskprior-march-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 # the working tree's sources, committed or not, without what git ignores (builds, runs)
 git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work"
-if ! make -s -C "$work" maskprior HOST_MARCH=x86-64-v2 > "$work/build.log" 2>&1; then
+if ! make -s -C "$work" CUDA=0 maskprior HOST_MARCH=x86-64-v2 > "$work/build.log" 2>&1; then
     echo "march check: FAILED: the x86-64-v2 build failed"; tail -5 "$work/build.log"; exit 1
 fi
 run="--task maj3 --init mask --seed 3 --steps 300 --eval-every 100 --device cpu"

@@ -52,7 +52,22 @@ TEST_CASE("bad command lines get one clear line and exit code 2") {
     expect_error("--profile 0", "--profile must be at least 1");
     expect_error("--profile 2 --device cpu", "--profile records GPU launches: it needs --device cuda");
     expect_error("--profile 2 --continue", "--profile times a few steps and writes nothing");
-    if (!gpu_available()) expect_error("--device cuda", "no CUDA GPU");
+    if (!gpu_available() && !BUILT_WITHOUT_CUDA) expect_error("--device cuda", "no CUDA GPU");
+}
+
+TEST_CASE("the build without CUDA trains on the CPU by default, and --device cuda on the emulation with one warning" *
+          doctest::skip(!BUILT_WITHOUT_CUDA)) {
+    const std::string run = MASKPRIOR + " --width 8 --layers 1 --heads 2 --head-size 4 --mlp 8 --task maj3 --steps 2 "
+                                        "--eval-every 2 --out " + TMP_PREFIX;
+    CommandResult automatic = run_command(run + "auto");
+    REQUIRE(automatic.exit_code == 0);
+    CHECK(automatic.out.rfind("maskprior: training on the CPU (a build without CUDA): ", 0) == 0);
+    CHECK(automatic.out.find(build_text()) != std::string::npos);  // the start-up table's "build" row
+    CommandResult emulated = run_command(run + "emulated --device cuda", true);  // stderr alone
+    REQUIRE(emulated.exit_code == 0);
+    CHECK(emulated.out == "maskprior: warning: built without CUDA, --device cuda runs the CUDA code on its CPU "
+                          "emulation (emu/), for checking it: far slower than --device cpu\n");
+    CHECK(read_file(TMP_PREFIX + "emulated/metrics.json").find("(CUDA)") != std::string::npos);
 }
 
 TEST_CASE("--cpu-kernel 1 trains with the lesson's loops and writes the bits of version 2, the default") {
@@ -78,6 +93,7 @@ TEST_CASE("--flag=value is --flag value; --version and --list answer from the bu
     CHECK(version.exit_code == 0);
     CHECK(version.out.rfind("maskprior " MASKPRIOR_GIT_COMMIT "\n", 0) == 0);
     CHECK(version.out.find(MASKPRIOR_BUILD_SETTINGS) != std::string::npos);
+    CHECK(version.out.find("built by " + build_text() + ": ") != std::string::npos);  // "g++ 12.2.0 without CUDA ..."
     // --list: the first word of each line, in the table's order
     auto first_words = [](const std::string& what) {
         CommandResult r = run_command(MASKPRIOR + " --list " + what);

@@ -9,7 +9,7 @@
 #include "recipe/drop_path.cuh"
 #include "run/step.cuh"  // training_step
 
-#ifndef MASKPRIOR_CUDA_EMULATION
+#ifndef MASKPRIOR_EMULATED_TESTS  // the CPU cases: tests/unit_tests alone
 // One training step's forward pass (with its drop-path draws at `step`) and its loss, on the
 // model's B rows: what training_step runs before the backward pass
 static float drop_path_training_loss(Model& model, ModelInput input, const float* targets, int64_t step) {

@@ -65,7 +65,7 @@ static void check_evaluate_run(Device dev, bool graph) {
     CHECK(of_average.loss != plain.loss);
 }
 
-#ifndef MASKPRIOR_CUDA_EMULATION
+#ifndef MASKPRIOR_EMULATED_TESTS  // the CPU cases: tests/unit_tests alone
 TEST_CASE("the moving average by hand: ema = D·ema + (1-D)·params, from the parameters at the start") {
     std::vector<float> params = {1, -2, 4};
     WeightAverage ema;

@@ -265,7 +265,7 @@ TEST_CASE("matmul version 2 in a captured CUDA graph replays with the bits of th
     cudaGraphDestroy(graph);
 }
 
-#ifdef MASKPRIOR_CUDA_EMULATION
+#ifdef MASKPRIOR_EMULATED_TESTS
 // ---- cuBLASLt turning the program down: no algorithm, or a plan refused at cublasLtMatmul ----
 // Only the emulation can be told to refuse (MASKPRIOR_EMU_CUBLASLT, emu/cublaslt_emulation.h), so
 // these cases are built into tests/emulated_tests alone. Version 2 must then run version 1's calls,

@@ -167,7 +167,9 @@ static Matrix value_output_product(const Config& c, const std::vector<float>& ho
 }
 
 TEST_CASE("the value-output split: Σ_h Wv_h^T Wo_h^T is the layer's one 0.4 Z - 0.4 I, exact when NH·HS >= C") {
-    for (auto [NH, HS] : {std::pair{2, 16}, std::pair{3, 16}, std::pair{1, 16}}) {  // NH·HS = C, > C, < C
+    // NH·HS = C, > C, < C; named, not bound (auto [NH, HS]): CAPTURE's lambda cannot take a binding in C++17
+    for (const std::pair<int, int>& heads : {std::pair{2, 16}, std::pair{3, 16}, std::pair{1, 16}}) {
+        const int NH = heads.first, HS = heads.second;
         Config c;
         c.V = 3; c.T = 4; c.C = 32; c.L = 2; c.NH = NH; c.HS = HS; c.MLP = 8;
         std::vector<float> host(param_count(c));
