@@ -82,7 +82,7 @@ struct Model {
     bool readout_row_only;  // whether the last forward pass ran the last block's tail on the readout's row alone
     float* token_value = nullptr;  // (V) on dev: cfg.token_value; nullptr under token encoding
     AdamWSettings adam;
-    float weight_decay = 1e-3f, mask_weight_decay = 0.0f;
+    float weight_decay = 1e-3f, mask_weight_decay = 0.0f, mask_lr_scale = 1.0f;  // the mask's lr: scale x lr
     bool decay_matrices_only = false;  // weight decay on the weight matrices alone (model_adamw_groups)
     float label_smoothing = 0.0f;  // of the cross-entropy readouts
     bool freeze_mask = false;      // --freeze-mask: M is a constant, with no gradient and no update
