@@ -29,6 +29,9 @@
 #                   hour on 2 cores; VISION_ARGS="--seeds N --epochs E", or "--paper" for a GPU)
 #   make table-lm   a causal LM on a TinyStories sample and WikiText-2: 6 inits x 2 seeds, 2000 steps
 #                   (about 40 minutes on 2 cores; LM_ARGS="--seeds N --steps S", or "--paper" for a GPU)
+#   make table-prior-robustness  when learning the mask matters: the Boolean tasks with a G made partly
+#                   wrong, learnable, frozen and QK priors, the mask at 1, 10 and 100 x lr: 189 runs
+#                   (PRIOR_ARGS="--seeds N")
 #   make test-sanitize  every unit test and a short run of each task family under AddressSanitizer
 #                   and UndefinedBehaviorSanitizer (about 17 minutes with the build; make check runs part)
 #   make tests/emulated_tests_tsan  the emulated GPU tests under ThreadSanitizer, which names both CUDA
@@ -83,6 +86,8 @@ ARITHMETIC_ARGS ?=
 VISION_ARGS ?=
 # make table-lm: --paper (a GPU size), --seeds N, --steps S
 LM_ARGS ?=
+# make table-prior-robustness: --seeds N
+PRIOR_ARGS ?=
 
 # Host code: HOST_MARCH picks the instructions (native: this machine's widest vectors; x86-64-v3
 # for a binary that must start on any AVX2 machine, such as the GPU machine). -ffp-contract=off:
@@ -147,7 +152,8 @@ FUZZ_NAMES  = safetensors structure arithmetic idx cifar image token_file vocabu
 FUZZ_BINS   = $(FUZZ_NAMES:%=tests/fuzz/bin/fuzz_%)
 FUZZ_ARGS  ?= --runs 1000000
 
-.PHONY: all run test check test-emulated table-boolean table-arithmetic table-vision table-lm test-large sweep-2parity \
+.PHONY: all run test check test-emulated table-boolean table-arithmetic table-vision table-lm table-prior-robustness \
+        test-large sweep-2parity \
         gpu-check gpu-check-full gpu-include ptxas-report bench deps-run deps-test deps-check deps-tables deps-bench clean test-sanitize test-faults \
         fuzz fuzz-smoke dev dev-emulated
 
@@ -234,6 +240,9 @@ table-vision: deps-tables maskprior
 
 table-lm: deps-tables maskprior
 	@sh experiments/lm_table.sh $(LM_ARGS)
+
+table-prior-robustness: deps-tables maskprior
+	@sh experiments/prior_robustness.sh $(PRIOR_ARGS)
 
 sweep-2parity: deps-tables maskprior
 	@sh experiments/sweep_2parity.sh
