@@ -16,7 +16,8 @@ Columns: cube and unseen accuracy (%); each run's paired difference against mask
 same G, c, task and seed (points); the final prior mass on the G the run was given, and on the
 true G at step 0 and at the end (the same G for the true prior's runs); log σ(M)'s drift at the
 end (mean over layers); seconds a run. Draws ROOT/prior-robustness.png: cube accuracy against
-the noise P (the true G is P = 0), one panel per task, the learnable masks against the frozen one.
+the noise P (the true G is P = 0), one panel per task and c, the learnable masks at their
+speeds against the frozen one, and qk-opt.
 Bad input: one line "prior_robustness_table.py: error: ..." on stderr, exit 2.
 """
 import glob
@@ -146,30 +147,44 @@ def speed_table(runs):
 
 
 def figure(runs, out):
+    """Cube accuracy against P, one panel per task and c (c = 6 above, c = 2 below), mean ± std over
+    the seeds; each variant a little to the side so that the error bars do not hide each other. A
+    variant run at P = 0 and 0.3 only (the speed grid) is drawn as points, without a line."""
     import matplotlib
     matplotlib.use("Agg")  # write files only; no display needed
     import matplotlib.pyplot as plt
-    tasks = [t for t in TASKS if any(k[1] == t for k in runs)]
-    fig, axes = plt.subplots(1, len(tasks), figsize=(3.6 * len(tasks), 3.2), squeeze=False)
-    styles = {"mask": ("C0", "-", "mask (lr)"), "mask-lr10": ("C1", "-", "mask (10 lr)"),
-              "mask-lr100": ("C3", "-", "mask (100 lr)"), "mask-frozen": ("k", "--", "mask-frozen"),
+    styles = {"mask-frozen": ("k", "--", "mask-frozen"), "mask": ("C0", "-", "mask, lr"),
+              "mask-lr10": ("C1", "-", "mask, 10 x lr"), "mask-lr100": ("C3", "-", "mask, 100 x lr"),
               "qk-opt": ("C2", ":", "qk-opt")}
-    for ax, task in zip(axes[0], tasks):
-        for variant, (colour, line, label) in styles.items():
-            points = [(NOISE[p], [r["cube"] for r in runs[(p, task, variant)].values()])
-                      for p in NOISE if (p, task, variant) in runs]
-            if len(points) < 2:
+    fig, axes = plt.subplots(2, len(TASKS), figsize=(3.4 * len(TASKS), 5.6), squeeze=False)
+    for row, suffix in enumerate(["", "-c2"]):
+        for ax, task in zip(axes[row], TASKS):
+            drawn = False
+            for k, (variant, (colour, line, label)) in enumerate(styles.items()):
+                points = [(NOISE[p], [r["cube"] for r in runs[(p + suffix, task, variant)].values()])
+                          for p in NOISE if (p + suffix, task, variant) in runs]
+                if not points:
+                    continue
+                drawn = True
+                x = [p + 0.006 * (k - 2) for p, _ in points]
+                y = [statistics.mean(v) for _, v in points]
+                e = [statistics.stdev(v) if len(v) > 1 else 0 for _, v in points]
+                ax.errorbar(x, y, yerr=e, color=colour, linestyle=line if len(points) == len(NOISE) else "none",
+                            marker="o", ms=4, capsize=3, label=label)
+            if not drawn:
+                ax.axis("off")
                 continue
-            x = [p for p, _ in points]
-            y = [statistics.mean(v) for _, v in points]
-            e = [statistics.stdev(v) if len(v) > 1 else 0 for _, v in points]
-            ax.errorbar(x, y, yerr=e, color=colour, linestyle=line, marker="o", ms=4, capsize=3, label=label)
-        ax.set_title(f"{task} (c = 6)")
-        ax.set_xlabel("prior noise P")
-        ax.set_xticks(sorted(NOISE.values()))
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("cube accuracy %")
-    axes[0][-1].legend(fontsize=8)
+            ax.set_title(f"{task}, c = {2 if suffix else 6}")
+            ax.set_xticks(sorted(NOISE.values()))
+            ax.grid(alpha=0.3)
+            ax.set_xlabel("prior noise P")
+        axes[row][0].set_ylabel("cube accuracy %")
+    handles = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    legend_at = next((ax for ax in axes.flat if not ax.axison), axes[0][-1])
+    legend_at.legend(handles.values(), handles.keys(), loc="center", fontsize=9)
     fig.tight_layout()
     fig.savefig(out, dpi=80)
     print(f"wrote {out}")
