@@ -128,7 +128,7 @@ images (a Vision Transformer: CLS + patches)
   --pool W            cls | mean: the readout reads CLS or the patches' mean (cls)
   --mask-window K     G: a patch sees the K x K patches around it (odd)   (3)
   --crop-pad N        random crop with N pixels of padding; 0: none
-                                    (mnist, fashion-mnist: 2; else 4)
+                              (mnist: 0; fashion-mnist: 2; else 4)
   --flip, --no-flip   the random horizontal flip on or off  (mnist: off; else on)
   --randaugment M     RandAugment before the normalisation, timm's
                       rand-mM-mstd0.5-inc1 (recipe/randaugment.h): magnitude
