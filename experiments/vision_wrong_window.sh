@@ -9,9 +9,11 @@
 # seeds 1..N (2 unless --seeds says otherwise):
 #   cifar10-shifted       mask and mask-frozen on the shifted window
 #   cifar10-shifted-lr10  the mask on the shifted window, learning at 10 x lr (--mask-lr-scale 10)
-#   cifar10-lr10          the mask on the true window at 10 x lr (beside the vision table's mask
-#                         and mask-frozen, which are the true window at lr)
-# 8 runs for 2 seeds, about 4-5 minutes each on one core of a 2-core CPU. The shifted G is
+#   cifar10               the mask on the true window at lr (the vision table's mask run, here
+#                         so that each seed's shifted runs have their true-window pair)
+#   cifar10-lr10          the mask on the true window at 10 x lr
+# 10 runs for 2 seeds: 4-5 minutes each two at a time on a 2-core CPU (the vision table's mask
+# runs), 11-14 minutes when other work shares its cores (docs/results.md). The shifted G is
 # written to ROOT/shifted-window.txt (--mask-structure). Then tools/vision_table.py prints test
 # accuracy and the prior mass on the G each run was given. Runs land in
 # runs/vision-wrong-window/cpu/; kept when finished, continued when interrupted; JOBS=N runs N at
@@ -67,6 +69,7 @@ while [ "$seed" -le "$count" ]; do
     echo "$root/cifar10-shifted-mask-s$seed $flags --init mask $shifted --seed $seed"
     echo "$root/cifar10-shifted-mask-frozen-s$seed $flags --init mask --freeze-mask $shifted --seed $seed"
     echo "$root/cifar10-shifted-lr10-mask-s$seed $flags --init mask --mask-lr-scale 10 $shifted --seed $seed"
+    echo "$root/cifar10-mask-s$seed $flags --init mask --seed $seed"
     echo "$root/cifar10-lr10-mask-s$seed $flags --init mask --mask-lr-scale 10 --seed $seed"
     seed=$((seed + 1))
 done | sh experiments/run_many.sh --keep-finished
