@@ -1,6 +1,7 @@
 # maskprior: one binary, built by nvcc with cuBLAS; it trains on the GPU when there is one
 # and on the CPU otherwise. Where there is no nvcc, the host compiler builds the same program
-# without CUDA, which trains on the CPU. Each target installs the Debian packages it needs first
+# without CUDA, which trains on the CPU. Every target below but the bare builds (make, make
+# CUDA=0, make maskprior-emulated, ...) installs the Debian packages it needs first
 # (tools/install-deps.sh).
 #   make            build ./maskprior
 #   make CUDA=0     build it without CUDA, by the host compiler alone (the default without nvcc);
@@ -22,7 +23,7 @@
 #                   their runs' bytes compared with this machine's (not in CI)
 #   make HOST_MARCH=x86-64-v3  the host code for any AVX2 CPU (default native; armv8-a for ARM64)
 #   make ARCH=80    GPU code for another compute capability (default: this machine's GPU, else 90)
-#   make CUDA_HOME=/usr/local/cuda-13.0  that CUDA's nvcc (default: nvcc on PATH);
+#   make CUDA_HOME=/usr/local/cuda-13.0  that CUDA's nvcc (default: nvcc on PATH, else /usr/local/cuda's);
 #                   EXTRA_NVCCFLAGS="..." more nvcc flags (say -lineinfo for a profiler)
 #   make maskprior-emulated  ./maskprior-emulated: the same program with its kernels run on
 #                   the CPU (--device cuda); EMU_OPT="-O0 -g" to step through a CUDA thread in gdb
@@ -38,6 +39,9 @@
 #   make table-lm   a causal LM on a TinyStories sample and WikiText-2: 2 data sets x 6 variants x 2 seeds,
 #                   24 runs, 2000 steps (about 40 minutes on a 2-core Intel Xeon; LM_ARGS="--seeds N
 #                   --steps S", or "--paper" for a GPU)
+#   make table-prior-robustness  when learning the mask matters: the Boolean tasks with a G made partly
+#                   wrong, learnable, frozen and QK priors, the mask at 1, 10 and 100 x lr: 189 runs
+#                   (PRIOR_ARGS="--seeds N")
 #   make test-sanitize  every unit test and a short run of each task family under AddressSanitizer
 #                   and UndefinedBehaviorSanitizer (about 17 minutes with the build; make check runs part)
 #   make tests/emulated_tests_tsan  the emulated GPU tests under ThreadSanitizer, which names both CUDA
@@ -118,6 +122,8 @@ ARITHMETIC_ARGS ?=
 VISION_ARGS ?=
 # make table-lm: --paper (a GPU size), --seeds N, --steps S
 LM_ARGS ?=
+# make table-prior-robustness: --seeds N
+PRIOR_ARGS ?=
 
 # Host code: HOST_MARCH picks the instructions. On x86-64 native by default (this machine's
 # widest vectors; x86-64-v3 for a binary that must start on any AVX2 machine, such as the GPU
@@ -189,7 +195,8 @@ FUZZ_NAMES  = safetensors structure arithmetic idx cifar image token_file vocabu
 FUZZ_BINS   = $(FUZZ_NAMES:%=tests/fuzz/bin/fuzz_%)
 FUZZ_ARGS  ?= --runs 1000000
 
-.PHONY: all run test check check-arm64 test-emulated table-boolean table-arithmetic table-vision table-lm test-large sweep-2parity \
+.PHONY: all run test check check-arm64 test-emulated table-boolean table-arithmetic table-vision table-lm \
+        table-prior-robustness test-large sweep-2parity \
         gpu-check gpu-check-full gpu-include ptxas-report bench deps-run deps-test deps-check deps-tables deps-bench deps-arm64 clean test-sanitize test-faults \
         fuzz fuzz-smoke dev dev-emulated exercise
 
@@ -324,6 +331,9 @@ table-vision: deps-tables maskprior
 
 table-lm: deps-tables maskprior
 	@sh experiments/lm_table.sh $(LM_ARGS)
+
+table-prior-robustness: deps-tables maskprior
+	@sh experiments/prior_robustness.sh $(PRIOR_ARGS)
 
 sweep-2parity: deps-tables maskprior
 	@sh experiments/sweep_2parity.sh

@@ -89,7 +89,7 @@ struct Model {
     // the optimizer (run/step.cuh): AdamW's settings and steps, the weight decays, a frozen mask
     AdamWSettings adam;
     int adam_t = 0;  // optimizer steps taken
-    float weight_decay = 1e-3f, mask_weight_decay = 0.0f;
+    float weight_decay = 1e-3f, mask_weight_decay = 0.0f, mask_lr_scale = 1.0f;  // the mask's lr: scale x lr
     bool decay_matrices_only = false;  // weight decay on the weight matrices alone (model_adamw_groups)
     bool freeze_mask = false;          // --freeze-mask: M is a constant, with no gradient and no update
     float label_smoothing = 0.0f;      // of the cross-entropy readouts

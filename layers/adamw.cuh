@@ -7,8 +7,9 @@
 // and in both:
 //   m = b1 m + (1 - b1) g          v = b2 v + (1 - b2) g^2
 //   mhat = m / (1 - b1^t)          vhat = v / (1 - b2^t)
-// The model calls it once for all its parameters, on the flat buffers, with the weight decay
-// given by group (AdamWGroups: the mask has its own; a frozen mask is in no group, untouched).
+// The model calls it once for all its parameters, on the flat buffers, with the weight decay and
+// a factor on the learning rate given by group (AdamWGroups: the mask has its own of both,
+// --mask-wd and --mask-lr-scale; a frozen mask is in no group, untouched).
 #pragma once
 #include <stdexcept>
 #include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
@@ -35,24 +36,28 @@ void adamw_cpu(F* params, F* m, F* v, const F* grads, size_t n, AdamWSettings s,
     for (size_t i = 0; i < n; i++) adamw_element(params[i], m[i], v[i], grads[i], s, wd, c1, c2);
 }
 
-// Ranges of a flat parameter buffer, each with its weight decay; an element in no range is not
-// updated. Passed to the kernel by value (a few hundred bytes of its parameters).
+// Ranges of a flat parameter buffer, each with its weight decay and its learning rate's factor
+// (the range steps at lr_scale x lr; at 1, lr itself: x·1 is x exactly); an element in no range is
+// not updated. Passed to the kernel by value (a few hundred bytes of its parameters).
 struct AdamWGroup {
     size_t begin, end;  // elements [begin, end)
     float weight_decay;
+    float lr_scale;
 };
 constexpr int ADAMW_MAX_GROUPS = 16;
 struct AdamWGroups {
     int count = 0;
     AdamWGroup group[ADAMW_MAX_GROUPS];
-    // adds [begin, end) with decay wd, merged into the last range when it continues it with the same decay
-    void add(size_t begin, size_t end, float wd) {
-        if (count > 0 && group[count - 1].end == begin && group[count - 1].weight_decay == wd) {
-            group[count - 1].end = end;
+    // adds [begin, end) with decay wd at lr_scale x lr, merged into the last range when it continues it
+    // with the same two
+    void add(size_t begin, size_t end, float wd, float lr_scale = 1.0f) {
+        AdamWGroup* last = count > 0 ? &group[count - 1] : nullptr;
+        if (last && last->end == begin && last->weight_decay == wd && last->lr_scale == lr_scale) {
+            last->end = end;
             return;
         }
         if (count == ADAMW_MAX_GROUPS) throw std::logic_error("AdamWGroups: more than ADAMW_MAX_GROUPS ranges");
-        group[count++] = {begin, end, wd};
+        group[count++] = {begin, end, wd, lr_scale};
     }
     size_t span() const { return count == 0 ? 0 : group[count - 1].end; }  // ranges are added in order
 };
@@ -79,10 +84,12 @@ __global__ void adamw_kernel1(float* __restrict__ params, float* __restrict__ m,
                               const AdamWStep* __restrict__ step) {
     // params, m, v, grads: the flat buffers, groups.span() elements; step: one, on the device
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    s.lr = step->lr;
-    for (int g = 0; g < groups.count; g++)
-        if (i >= groups.group[g].begin && i < groups.group[g].end)
-            return adamw_element(params[i], m[i], v[i], grads[i], s, groups.group[g].weight_decay, step->c1, step->c2);
+    for (int g = 0; g < groups.count; g++) {
+        const AdamWGroup& range = groups.group[g];
+        if (i < range.begin || i >= range.end) continue;
+        s.lr = step->lr * range.lr_scale;
+        return adamw_element(params[i], m[i], v[i], grads[i], s, range.weight_decay, step->c1, step->c2);
+    }
 }
 
 // One step on every range of groups on the GPU, in one launch, the step's scalars read from
@@ -103,8 +110,10 @@ inline void adamw_update_groups(Device dev, float* params, float* m, float* v, c
     if (dev == DEVICE_CPU) {
         for (int g = 0; g < groups.count; g++) {
             const AdamWGroup& r = groups.group[g];
-            adamw_cpu(params + r.begin, m + r.begin, v + r.begin, grads + r.begin, r.end - r.begin, s, r.weight_decay,
-                      t);
+            AdamWSettings at_range = s;
+            at_range.lr = s.lr * r.lr_scale;
+            adamw_cpu(params + r.begin, m + r.begin, v + r.begin, grads + r.begin, r.end - r.begin, at_range,
+                      r.weight_decay, t);
         }
         return;
     }

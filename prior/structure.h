@@ -4,7 +4,8 @@
 //   - the prior mass of an attention map: the mean weight its queries put on G's keys
 //     (attention_mass_where_allowed: over the queries G gives a key).
 // G is one (T,T) matrix of 0/1 for every head, or one per head (NH,T,T). A task gives one
-// (Task::structure); --mask-structure reads one from a text file. Host only.
+// (Task::structure); --mask-structure reads one from a text file; prior/wrong_prior.h makes one
+// wrong on purpose. Host only.
 #pragma once
 #include <cmath>
 #include <fstream>
@@ -15,8 +16,11 @@
 
 struct Structure {
     int heads = 1, T = 0;
-    std::vector<float> g;  // (heads,T,T) of 0/1
+    std::vector<float> g;      // (heads,T,T) of 0/1
+    std::vector<float> truth;  // (heads,T,T) G before --prior-noise, --prior-drop made it wrong; else empty
     const float* head(int h) const { return g.data() + (size_t)(heads == 1 ? 0 : h) * T * T; }
+    bool made_wrong() const { return !truth.empty(); }
+    Structure true_structure() const { return {heads, T, truth}; }  // the right G of a wrong one
 };
 
 // G from a text file: T*T numbers (one G for every head) or NH*T*T (one per head), each 0 or 1,

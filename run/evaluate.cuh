@@ -1,6 +1,7 @@
 // run/evaluate.cuh: one evaluation of the model on the task's evaluation set: the task's own
 // metrics, the loss, and what measures the prior: the prior mass of every layer (the mean
-// attention weight on G's keys), the mean attention maps, and the persistence metrics
+// attention weight on G's keys; with a G made wrong on purpose, also on the true G's), the mean
+// attention maps, and the persistence metrics
 // (prior/persistence.cuh); with --ema also the moving average's loss and metrics (evaluate_run).
 // Also the pictures drawn from an evaluation.
 #pragma once
@@ -19,6 +20,7 @@
 struct Evaluation {
     Metrics metrics;
     std::vector<double> prior_mass;      // (L)
+    std::vector<double> prior_mass_true;  // (L) on the true G when G was made wrong (prior/wrong_prior.h); else empty
     std::vector<float> mean_attention;   // (L,NH,T,T) A averaged over the evaluation examples
     Persistence persistence;
     double loss = 0;
@@ -46,6 +48,8 @@ inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, c
     std::vector<float> att((size_t)model.B * c.NH * TT);  // (rows,NH,T,T) one layer's A
     Evaluation ev;
     ev.prior_mass.assign(c.L, 0.0);
+    const Structure truth = G.true_structure();  // empty (and unused) when G was not made wrong
+    if (G.made_wrong()) ev.prior_mass_true.assign(c.L, 0.0);
     std::vector<double> attention_sum(c.L * c.NH * TT, 0.0);  // (L,NH,T,T)
     Batch batch;
     batch.shape(task, model.B, positions);
@@ -60,6 +64,8 @@ inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, c
             size_t per_layer = (size_t)rows * c.NH * TT;
             buffer_copy(att.data(), DEVICE_CPU, a.att + l * per_layer, model.dev, per_layer);
             ev.prior_mass[l] += attention_prior_mass(att.data(), G, rows, c.NH, c.T) * rows;
+            if (G.made_wrong())
+                ev.prior_mass_true[l] += attention_prior_mass(att.data(), truth, rows, c.NH, c.T) * rows;
             double* sum = &attention_sum[l * c.NH * TT];  // (NH,T,T), each entry summed over rows in order
             for (int r = 0; r < rows; r++)
                 for (size_t k = 0; k < c.NH * TT; k++) sum[k] += att[r * c.NH * TT + k];
@@ -79,6 +85,7 @@ inline Evaluation evaluate(Model& model, const Task& task, const Structure& G, c
     }
     model.label_smoothing = smoothing;
     for (double& m : ev.prior_mass) m /= n;
+    for (double& m : ev.prior_mass_true) m /= n;
     for (double sum : attention_sum) ev.mean_attention.push_back((float)(sum / n));
     ev.loss /= n;
     ev.metrics = scorer->metrics();

@@ -40,6 +40,10 @@ struct Options {
     bool cuda_graph = false;   // the training step as one CUDA graph (gpu/graph.cuh)
     bool fast_kernels = false;  // the GPU's second kernel versions of the other layers (layers/kernels.h)
     std::string mask_structure, prior_layers = "all";
+    double prior_noise = 0;    // a wrong prior (prior/wrong_prior.h): the fraction of G's entries flipped
+    int prior_drop = 0;        // ... and the edges the target needs that are removed
+    int64_t prior_seed = -1;   // the seed of those draws; -1: the run's --seed
+    float mask_lr_scale = 1;   // the mask's learning rate is mask_lr_scale x lr
     int64_t qk_opt_steps = 2000;
     float pe_scale = 0;  // wpe's factor before the init; 0: the init's own (InitKind::pe_scale: impulse 18, else 1)
     int64_t eval_every = 500, log_every = 0;
@@ -90,6 +94,13 @@ task and init
   --mask-per-head     one M per head instead of one per layer shared by heads
   --mask-structure F  G from a text file instead of the task's: T×T (or
                       NH×T×T, one per head) numbers 0/1
+  --prior-noise P     a wrong G: flip a fraction P of its entries off the
+                      diagonal (causal: below it), in pairs where G is
+                      symmetric                                        (0)
+  --prior-drop K      a wrong G: remove K of the edges the target needs
+                      (maj3, 2parity, cyclic3: docs/method.md)         (0)
+  --prior-seed S      the seed of those two draws              (the run's)
+  --mask-lr-scale S   the mask's learning rate is S x --lr             (1)
   --prior-layers W    all | first: the mask or QK prior in every layer, or
                       in layer 0 only                                  (all)
   --qk-opt-steps N    Adam steps of the qk-opt fit                     (2000)
@@ -118,7 +129,7 @@ images (a Vision Transformer: CLS + patches)
   --pool W            cls | mean: the readout reads CLS or the patches' mean (cls)
   --mask-window K     G: a patch sees the K x K patches around it (odd)   (3)
   --crop-pad N        random crop with N pixels of padding; 0: none
-                                    (mnist, fashion-mnist: 2; else 4)
+                              (mnist: 0; fashion-mnist: 2; else 4)
   --flip, --no-flip   the random horizontal flip on or off  (mnist: off; else on)
   --randaugment M     RandAugment before the normalisation, timm's
                       rand-mM-mstd0.5-inc1 (recipe/randaugment.h): magnitude
@@ -298,6 +309,24 @@ inline std::string parse_choice(const std::string& flag, const char* text, std::
     fail("%s must be one of %s, got '%s'", flag.c_str(), list.c_str(), text);
 }
 
+// A wrong prior needs a G that reaches the model; the mask's learning rate, a mask that learns.
+// (Whether the task defines the edges --prior-drop removes is checked with the task: run/setup.cuh.)
+inline void check_prior_flags(const Options& o) {
+    const bool wrong = o.prior_noise > 0 || o.prior_drop > 0;
+    const char* flag = o.prior_noise > 0 ? "--prior-noise" : "--prior-drop";
+    if (wrong && !(find_init(o.init)->uses & INIT_USES_STRUCTURE))
+        fail("%s makes G wrong, and --init %s reads no G: it needs --init %s", flag, o.init.c_str(),
+             init_names(INIT_USES_STRUCTURE).c_str());
+    if (wrong && o.mask_prior == "alibi") fail("%s makes G wrong, and --mask-prior alibi's mask reads no G", flag);
+    if (o.prior_drop > 0 && !o.mask_structure.empty())
+        fail("--prior-drop removes edges of the task's own G, not of a --mask-structure file");
+    if (o.prior_seed >= 0 && !wrong) fail("--prior-seed needs --prior-noise or --prior-drop");
+    if (o.mask_lr_scale != 1 && !(find_init(o.init)->uses & INIT_USES_MASK))
+        fail("--mask-lr-scale needs --init %s", init_names(INIT_USES_MASK).c_str());
+    if (o.mask_lr_scale != 1 && o.freeze_mask)
+        fail("--mask-lr-scale scales a mask that learns: not with --freeze-mask");
+}
+
 // The flags of one task family given to another are refused: the image flags, the language
 // flags, and --data-dir and --mask-window, which both take. --init impulse needs images.
 inline void check_task_flags(const Options& o, const std::vector<std::string>& flags) {
@@ -336,6 +365,7 @@ inline void check_task_flags(const Options& o, const std::vector<std::string>& f
     const std::string mask_inits = init_names(INIT_USES_MASK);
     if (o.mask_prior == "alibi" && !mask) fail("--mask-prior alibi needs --init %s", mask_inits.c_str());
     if (o.freeze_mask && !mask) fail("--freeze-mask needs --init %s", mask_inits.c_str());
+    check_prior_flags(o);
 }
 
 // The recipe's defaults: a Vision Transformer trains with warmup and cosine decay, gradient
@@ -356,6 +386,7 @@ inline void resolve_recipe(Options& o) {
     if (o.pe_scale == 0) o.pe_scale = find_init(o.init)->pe_scale;  // impulse's authors scale by 18
     if (images && o.crop_pad < 0) o.crop_pad = image_recipe(o.task).crop_pad;
     if (images && o.flip < 0) o.flip = image_recipe(o.task).flip;
+    if (o.prior_seed < 0 && (o.prior_noise > 0 || o.prior_drop > 0)) o.prior_seed = (int64_t)o.seed;
 }
 
 // The flags that take no value, and those that take one
@@ -371,7 +402,8 @@ static const char* VALUED[] = {
     "--clip-grad", "--label-smoothing", "--seq-len", "--eval-windows", "--mask-prior", "--generate", "--prompt",
     "--sample-tokens", "--temperature", "--top-k", "--checkpoint-every", "--attention-kernel", "--matmul-kernel",
     "--cpu-kernel", "--list", "--profile", "--drop-path", "--ema", "--mixup", "--cutmix", "--mix-switch",
-    "--mix-prob", "--randaugment", "--randaugment-ops", "--random-erase"};
+    "--mix-prob", "--randaugment", "--randaugment-ops", "--random-erase", "--prior-noise", "--prior-drop",
+    "--prior-seed", "--mask-lr-scale"};
 
 // The command line as words, with each --flag=value as the two words --flag value; a valued
 // flag's next word is its value, whatever it holds (--prompt "--x=1" stays one word).
@@ -466,6 +498,13 @@ inline Options parse_options(int argc, char** argv) {
         else if (flag == "--prior-layers") o.prior_layers = parse_choice(flag, value, {"all", "first"});
         else if (flag == "--qk-opt-steps") o.qk_opt_steps = parse_int(flag, value, 1);
         else if (flag == "--pe-scale") o.pe_scale = (float)parse_real(flag, value, 0, false);
+        else if (flag == "--prior-noise") {
+            o.prior_noise = parse_real(flag, value, 0, true);
+            if (o.prior_noise > 1) fail("--prior-noise is a fraction of G's entries, at most 1, got %s", value);
+        }
+        else if (flag == "--prior-drop") o.prior_drop = (int)parse_int(flag, value, 0);
+        else if (flag == "--prior-seed") o.prior_seed = parse_int(flag, value, 0);
+        else if (flag == "--mask-lr-scale") o.mask_lr_scale = (float)parse_real(flag, value, 0, false);
         else if (flag == "--data-frac") {
             o.data_frac = parse_real(flag, value, 0, false);
             if (o.data_frac >= 1) fail("--data-frac must be below 1, got %s", value);

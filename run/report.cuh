@@ -57,6 +57,7 @@ inline nlohmann::ordered_json evaluation_json(const Evaluation& ev) {
     j["eval_loss"] = ev.loss;
     for (const auto& [key, value] : ev.metrics) j[key] = value;
     j["prior_mass"] = ev.prior_mass;
+    if (!ev.prior_mass_true.empty()) j["prior_mass_true"] = ev.prior_mass_true;  // a wrong G's runs only
     const Persistence& p = ev.persistence;
     bool has_mask = !p.mask_drift.empty() && !std::isnan(p.mask_drift[0]);
     j["mask_drift"] = has_mask ? layer_list(p.mask_drift) : nlohmann::ordered_json(nullptr);
@@ -76,6 +77,7 @@ inline void print_evaluation(int64_t step, const Evaluation& ev) {
     printf("eval  step %6lld | loss %.5f |", (long long)step, ev.loss);
     for (const auto& [key, value] : ev.metrics) printf(" %s %.4f", key.c_str(), value);
     print_list("prior_mass", ev.prior_mass, " %.3f");
+    if (!ev.prior_mass_true.empty()) print_list("prior_mass_true", ev.prior_mass_true, " %.3f");
     print_list("mask_drift", ev.persistence.mask_drift, " %.3f");
     print_list("qk_cosine", ev.persistence.qk_cosine, " %.3f");
     printf("\n");
@@ -200,6 +202,7 @@ inline void print_final_table(const Config& c, const Evaluation& ev, double seco
     const Persistence& pe = ev.persistence;
     for (int l = 0; l < c.L; l++) {
         printf("| prior_mass[%d]    | %10.4f |\n", l, ev.prior_mass[l]);
+        if (!ev.prior_mass_true.empty()) printf("|   on true G[%d]   | %10.4f |\n", l, ev.prior_mass_true[l]);
         if (c.layer_has_mask(l)) printf("| mask_drift[%d]    | %10.4f |\n", l, pe.mask_drift[l]);
         printf("| qk_cosine[%d]     | %10.4f |\n", l, pe.qk_cosine[l]);
     }

@@ -15,6 +15,7 @@
 #include "prior/inits.cuh"        // INITS, find_init: what --init applies
 #include "prior/persistence.cuh"  // PersistenceReference
 #include "prior/structure.h"      // Structure, read_structure
+#include "prior/wrong_prior.h"    // WrongPrior, make_prior_wrong, wrong_entries
 #include "run/checkpoint.h"       // Metadata
 #include "run/evaluate.cuh"       // batch_input
 #include "run/options.h"          // Options
@@ -215,6 +216,7 @@ inline void set_optimizer(Model& model, const Options& opt) {
     model.weight_decay = opt.wd;
     model.decay_matrices_only = is_image_task(opt.task) || is_language_task(opt.task);
     model.mask_weight_decay = opt.mask_wd;
+    model.mask_lr_scale = opt.mask_lr_scale;
     model.label_smoothing = opt.label_smoothing;
     model.freeze_mask = opt.freeze_mask;
     drop_path_build(model.drop_path, model.dev, model.cfg, model.B, opt.drop_path, opt.seed);  // the recipe's too
@@ -252,14 +254,26 @@ inline Batch training_batch_room(const Options& opt, const Task& task, const std
     return batch;
 }
 
-// the prior's structure G: the task's, or one from a file
+// The wrong prior the flags ask for (off: noise 0, drop 0)
+inline WrongPrior wrong_prior(const Options& opt) {
+    return {opt.prior_noise, opt.prior_drop, (uint64_t)opt.prior_seed};
+}
+
+// the prior's structure G: the task's, or one from a file; made wrong by --prior-noise and
+// --prior-drop (prior/wrong_prior.h), carrying the true one then
 inline Structure prior_structure(const Options& opt, const Task& task, const Config& cfg) {
     Structure G;
     if (opt.mask_structure.empty()) G = {1, cfg.T, task.structure()};
     else G = read_structure(opt.mask_structure, cfg.T, cfg.NH);
     if (G.heads > 1 && cfg.mask_heads == 1)
         fail("%s has one G per head: add --mask-per-head", opt.mask_structure.c_str());
-    return G;
+    const WrongPrior wrong = wrong_prior(opt);
+    if (!wrong.on()) return G;
+    const std::vector<PriorEdge> needed = task.needed_edges();
+    if (wrong.drop > 0 && needed.empty())
+        fail("--prior-drop: task %s defines no edges that its target needs (those of maj3, 2parity and cyclic3 "
+             "are in docs/method.md); --prior-noise works on any G", opt.task.c_str());
+    return make_prior_wrong(G, wrong, needed, cfg.causal);
 }
 
 // ----------------------------------------------------------------------------
@@ -337,6 +351,12 @@ inline Metadata run_metadata(const Options& opt) {
     m["freeze_mask"] = opt.freeze_mask ? "1" : "0";
     // written only when on, so that a run without them writes what it wrote before they existed
     // (run/checkpointing.cuh, RUN_METADATA_WHEN_ON)
+    if (wrong_prior(opt).on()) {
+        m["prior_noise"] = fmt("%g", opt.prior_noise);
+        m["prior_drop"] = std::to_string(opt.prior_drop);
+        m["prior_seed"] = std::to_string(opt.prior_seed);
+    }
+    if (opt.mask_lr_scale != 1) m["mask_lr_scale"] = fmt("%g", opt.mask_lr_scale);
     if (opt.drop_path > 0) m["drop_path"] = fmt("%g", opt.drop_path);
     if (opt.ema > 0) m["ema"] = fmt("%g", opt.ema);
     if (opt.randaugment > 0) {
@@ -470,6 +490,9 @@ inline void print_startup(const Options& opt, const Task& task, const Model& mod
         is_language_task(opt.task) ? fmt("causal window of %d keys", opt.mask_window) : "the task's";
     row("structure G", opt.mask_structure.empty() ? task_G : fmt("%s (%s)", opt.mask_structure.c_str(),
                                                                  G.heads > 1 ? "one per head" : "all heads"));
+    if (G.made_wrong())
+        row("", fmt("made wrong: %d entries (noise %g, drop %d, seed %lld)", wrong_entries(G), opt.prior_noise,
+                    opt.prior_drop, (long long)opt.prior_seed));
     if (opt.mask_prior == "alibi") row("", "mask: log σ(M) = -m_h (i - j), ALiBi slopes; G for prior mass");
     const InitCheck& check = init.check;
     row("step-0 check", fmt("layer 0: prior mass %.3f (target P: %.3f)", check.prior_mass, check.target_mass));
@@ -485,6 +508,7 @@ inline void print_startup(const Options& opt, const Task& task, const Model& mod
     row("encoding, loss", fmt("%s, %s", opt.encoding.c_str(), loss_name.c_str()));
     row("optimizer", fmt("%s lr %g wd %g on %s, mask wd %g", opt.optimizer == "adamw" ? "AdamW" : "Adam+L2", opt.lr,
                          opt.wd, weight_decay_on(model).c_str(), opt.mask_wd));
+    if (opt.mask_lr_scale != 1) row("", fmt("the mask's lr: %g x lr", opt.mask_lr_scale));
     if (opt.drop_path > 0 || opt.ema > 0)
         row("regularisation", fmt("drop-path %g (last block), EMA decay %g", opt.drop_path, opt.ema));
     row("batch, steps", fmt("%d, %lld (from %lld)", model.B, (long long)steps, (long long)start_step));

@@ -53,7 +53,8 @@ inline std::string weight_decay_on(const Model& model) { return model.decay_matr
 // The ranges of the flat buffers AdamW updates: each tensor's with its weight decay: the mask its
 // own; every other tensor model.weight_decay (GOTU's Adam, the Boolean and arithmetic tasks), or
 // with decay_matrices_only (images and language, as timm and nanoGPT do it) the weight matrices
-// alone and 0 elsewhere. A frozen mask is in no range (untouched).
+// alone and 0 elsewhere. The mask steps at mask_lr_scale x lr, every other tensor at lr. A frozen
+// mask is in no range (untouched).
 inline AdamWGroups model_adamw_groups(const Model& model) {
     std::vector<const TensorInfo*> by_offset;
     for (const TensorInfo& info : model.layout)
@@ -66,7 +67,8 @@ inline AdamWGroups model_adamw_groups(const Model& model) {
         const bool mask = info->field == &ParamTensors::mask;
         if (mask && model.freeze_mask) continue;
         const float decay = !model.decay_matrices_only || is_decayed_matrix(*info) ? model.weight_decay : 0.0f;
-        groups.add(offset(info), offset(info) + info->numel * info->slices, mask ? model.mask_weight_decay : decay);
+        groups.add(offset(info), offset(info) + info->numel * info->slices, mask ? model.mask_weight_decay : decay,
+                   mask ? model.mask_lr_scale : 1.0f);
     }
     return groups;
 }

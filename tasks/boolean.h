@@ -142,6 +142,21 @@ struct BooleanTask : Task {
         return G;
     }
 
+    // The edges of G the target needs (docs/method.md, "A wrong prior"): maj3 and 2parity the links
+    // between CLS and each bit f reads (3 and 2 edges, each both ways); cyclic3 the links of each
+    // bit to the other keys of its monomial, x_i -> x_{i+1} and x_i -> x_{i+2} (30 edges, one way,
+    // as G has them).
+    std::vector<PriorEdge> needed_edges() const override {
+        std::vector<PriorEdge> edges;
+        if (kind == BOOL_CYCLIC3) {
+            for (int i = 0; i < BOOL_BITS; i++)
+                for (int ahead : {1, 2}) edges.push_back({{1 + i, 1 + (i + ahead) % BOOL_BITS}});
+            return edges;
+        }
+        for (int bit = 0; bit < (kind == BOOL_2PARITY ? 2 : 3); bit++) edges.push_back({{0, 1 + bit}, {1 + bit, 0}});
+        return edges;
+    }
+
     // token 0 is the bit -1, token 1 the bit +1, CLS has no value
     std::vector<float> token_values() const override { return {-1.0f, 1.0f, 0.0f}; }
 };

@@ -7,7 +7,7 @@
 //   - evaluation examples by index, and the metrics computed from the model's outputs, streamed
 //     batch by batch (a Scorer), so that no evaluation holds every output at once
 //   - next-token tasks: which positions the loss counts, and which greedy decoding produces
-//   - its interaction structure G (T x T, 0/1), for the mask init
+//   - its interaction structure G (T x T, 0/1), for the mask init, and the edges of G its target needs
 //   - the value of each token that stands for a number, for --encoding scalar
 #pragma once
 #include <cstdint>
@@ -60,6 +60,9 @@ struct ImageShape {
 
 struct Task;
 
+// One edge of a prior's structure G: its entries, (query, key) pairs (both ways for a link)
+using PriorEdge = std::vector<std::pair<int, int>>;
+
 // The evaluation's consumer of the model's outputs: given them batch by batch, in the order of
 // the evaluation examples, it keeps what its metrics need (counts, sums) and not the outputs.
 struct Scorer {
@@ -103,6 +106,9 @@ struct Task {
     virtual std::string describe() const { return ""; }
     // G (seq_len, seq_len) of 0/1: which query may attend to which key under the prior
     virtual std::vector<float> structure() const = 0;
+    // The edges of G that the target needs, which --prior-drop removes (prior/wrong_prior.h):
+    // each edge its entries of G, as (query, key) pairs; empty where the task defines none
+    virtual std::vector<PriorEdge> needed_edges() const { return {}; }
     // (vocab): the number a token stands for (a bit: -1 or +1), 0 for a token that has no value
     // (CLS, a letter). --encoding scalar embeds a valued token as value * a learned vector.
     virtual std::vector<float> token_values() const { return std::vector<float>(vocab, 0.0f); }

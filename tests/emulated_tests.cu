@@ -18,5 +18,6 @@
 #include "test_gpu_mix.cu"
 #include "test_drop_path.cu"
 #include "test_ema.cu"
+#include "test_wrong_prior.cu"
 #include "test_emulation.cu"
 #include "test_emulation_strict.cu"

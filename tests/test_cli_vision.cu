@@ -47,15 +47,17 @@ static std::string write_idx_folder(const std::string& dir, int count) {
     return dir;
 }
 
-TEST_CASE("image tasks: each data set's augmentation recipe: digits without the flip, 28-pixel sets with padding 2") {
+TEST_CASE("image tasks: each data set's augmentation recipe: digits without the flip or the crop, Fashion-MNIST with "
+          "padding 2") {
     const std::string idx = write_idx_folder(TMP_PREFIX + "cli_idx", 20);
     expect_error("--task mnist", "--task mnist needs --data-dir");
     struct Case {
         std::string flags, row, crop_pad, flip;
     };
     const std::vector<Case> cases = {
-        {"--task mnist --data-dir " + idx, "crop pad 2, no flip (the recipe of mnist)", "2", "0"},
-        {"--task mnist --flip --data-dir " + idx, "crop pad 2, flip (flags; mnist's: pad 2, no flip)", "2", "1"},
+        {"--task mnist --data-dir " + idx, "crop pad 0, no flip (the recipe of mnist)", "0", "0"},
+        {"--task mnist --flip --crop-pad 2 --data-dir " + idx, "crop pad 2, flip (flags; mnist's: pad 0, no flip)", "2",
+         "1"},
         {"--task fashion-mnist --data-dir " + idx, "crop pad 2, flip (the recipe of fashion-mnist)", "2", "1"},
         {"--task fashion-mnist --no-flip --crop-pad 0 --data-dir " + idx,
          "crop pad 0, no flip (flags; fashion-mnist's: pad 2, flip)", "0", "0"},
@@ -74,7 +76,7 @@ TEST_CASE("image tasks: each data set's augmentation recipe: digits without the 
     // the help names each recipe
     CommandResult help = run_command(MASKPRIOR + " --help");
     CHECK(help.out.find("(mnist: off; else on)") != std::string::npos);
-    CHECK(help.out.find("(mnist, fashion-mnist: 2; else 4)") != std::string::npos);
+    CHECK(help.out.find("(mnist: 0; fashion-mnist: 2; else 4)") != std::string::npos);
 }
 
 TEST_CASE("image tasks: every init runs on an image folder and reports top-1 accuracy and the prior mass") {

@@ -141,6 +141,7 @@ TEST_CASE("every image task has an augmentation recipe, and no other task has on
     }
     CHECK(!image_recipe("mnist").flip);  // a mirrored digit is no digit
     CHECK(image_recipe("fashion-mnist").flip);
-    CHECK(image_recipe("mnist").crop_pad == 2);
+    CHECK(image_recipe("mnist").crop_pad == 0);  // measured: the crop costs short runs (docs/results.md)
+    CHECK(image_recipe("fashion-mnist").crop_pad == 2);
     CHECK(image_recipe("cifar10").crop_pad == 4);
 }

@@ -32,3 +32,4 @@
 #include "test_drop_path.cu"
 #include "test_ema.cu"
 #include "test_mix.cu"
+#include "test_wrong_prior.cu"
