@@ -41,6 +41,7 @@ echo "arm64 check: built in $(($(date +%s) - start)) s: $($qemu "$work/tree/mask
 CLI_FILES="*test_cli*.cu,*test_torch.cu"
 CLI_CASES="--ema*,--drop-path and --ema*,mixing flags*,mixing: a short CPU run*,mixing: --resume*"
 CLI_CASES="$CLI_CASES,image tasks: --randaugment*"
+CLI_CASES="$CLI_CASES,the wrong-prior and mask-speed flags*,a wrong prior and a faster mask*"
 tests_start=$(date +%s)
 (cd "$work/tree" && MASKPRIOR_BINARY="$qemu ./maskprior" $qemu ./tests/unit_tests --no-intro=true \
     -sfe="$CLI_FILES" -tce="$CLI_CASES") > "$work/unit_tests.log" 2>&1
