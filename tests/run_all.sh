@@ -9,8 +9,8 @@
 #       kernel lab's programs on the emulation (dev/), the plot script's and prepare_text.py's
 #       tests, the documents' names and counts (tests/test_docs.sh), and that
 #       dev/ptxas-report.txt names every kernel main.cu's build compiles (tests/test_ptxas_report.sh)
-#   make check (--check): all of that, then the emulated GPU tests in reverse and in a seeded
-#       shuffled order, the 400-step emulated GPU run that must learn, the emulated GPU tests under
+#   make check (--check): all of that, then the emulated GPU tests in a seeded shuffled order,
+#       the 400-step emulated GPU run that must learn, the emulated GPU tests in reverse order under
 #       AddressSanitizer and UndefinedBehaviorSanitizer (tests/emulated_tests_asan), the
 #       emulation's kernels under ThreadSanitizer (tests/emulated_tests_tsan), the planted bugs the
 #       emulation must catch (tests/planted_bugs.sh), the same run's bytes from builds at two
@@ -104,10 +104,9 @@ test_lane_b() {
 }
 
 check_lane_a() {
-    part "the emulated GPU tests in reverse order (all but the 400-step run)" 200 doctest \
-        env MASKPRIOR_EMU_SCHEDULE=reverse ./tests/emulated_tests $doctest_args -tce="$long_run"
-    part "the emulated GPU tests under AddressSanitizer and UndefinedBehaviorSanitizer (all but the 400-step run)" \
-        600 doctest ./tests/emulated_tests_asan $doctest_args -tce="$long_run"
+    # reverse order under the sanitizers: one run checks both (their results are the same bits)
+    part "the emulated GPU tests in reverse order, under AddressSanitizer and UndefinedBehaviorSanitizer (all but the 400-step run)" \
+        600 doctest env MASKPRIOR_EMU_SCHEDULE=reverse ./tests/emulated_tests_asan $doctest_args -tce="$long_run"
     # the emulation's own kernels only: a longer run of the GPU tests under ThreadSanitizer crashes
     # inside it (a SIGSEGV in its Release, not understood yet); a report fails the run
     part "the emulation's kernels under ThreadSanitizer: no race between two CUDA threads of a block" 120 doctest \
@@ -117,6 +116,8 @@ check_lane_a() {
         sh tests/lesson_edit_check.sh
     part "every input parser under libFuzzer, a few seconds each (tests/fuzz/smoke.sh)" 150 program \
         sh tests/fuzz/smoke.sh
+    part "the command line under AddressSanitizer and UndefinedBehaviorSanitizer (tests/sanitize.sh --quick)" 240 \
+        program sh tests/sanitize.sh --quick
     part "the table scripts' schedulers: JOBS, a Slurm array run locally (tests/test_scheduler.sh)" 90 program \
         sh tests/test_scheduler.sh
     part "tools/export.py into nanoGPT's GPT: the checkpoint's loss (tests/test_export.sh nanogpt)" 60 program \
@@ -133,8 +134,6 @@ check_lane_b() {
         sh tests/exercise_check.sh
     part "faults: runs killed with SIGKILL or stopped by a signal, and continued (tests/test_faults.sh)" 150 program \
         sh tests/test_faults.sh --timed 2
-    part "the command line under AddressSanitizer and UndefinedBehaviorSanitizer (tests/sanitize.sh --quick)" 240 \
-        program sh tests/sanitize.sh --quick
     part "gpu-check's runner of the GPU cases, on a planted crash (tests/test_gpu_tests_isolated.sh)" 60 program \
         sh tests/test_gpu_tests_isolated.sh
     part "the official safetensors reader (Python registry) on every file maskprior writes" 120 program \
