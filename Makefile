@@ -1,15 +1,16 @@
 # maskprior: one binary, built by nvcc with cuBLAS; it trains on the GPU when there is one
 # and on the CPU otherwise. Where there is no nvcc, the host compiler builds the same program
-# without CUDA, which trains on the CPU. Every target below but the bare builds (make, make
-# CUDA=0, make maskprior-emulated, ...) installs the Debian packages it needs first
-# (tools/install-deps.sh).
+# without CUDA, which trains on the CPU. The targets that run something (run, test, check, the
+# tables, bench, fuzz, ...) install the Debian packages they need first (tools/install-deps.sh);
+# the builds (make, make CUDA=0, make maskprior-emulated, make dev, ...), make test-large and
+# make gpu-check, which runs where nothing can be fetched, install none.
 #   make            build ./maskprior
 #   make CUDA=0     build it without CUDA, by the host compiler alone (the default without nvcc);
 #                   CXX=clang++ for clang (CUDA=0's programs and the emulated ones)
 #   make run        the headline experiment: default, qk-svd, qk-opt and mask init on a Boolean
 #                   task (TASK=maj3), with the table and the prior-mass plots; JOBS=N runs at once
 #                   (one per core on a CPU)
-#   make test       the everyday check, a few minutes after the build: every unit test (the
+#   make test       the everyday check, 1.5 minutes after the build on 2 cores: every unit test (the
 #                   command line's included), the GPU tests on the CPU emulation of CUDA (emu/),
 #                   the kernel lab's checks, the scripts' tests, the documents' names and counts, and
 #                   the ptxas report's kernels
