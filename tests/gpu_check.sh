@@ -129,7 +129,8 @@ nvidia-smi -L 2>/dev/null | grep -q '^GPU' || { NO_GPU=1; record GPU "FAILED: nv
 inc=""
 [ -d gpu_include ] && inc="EXTRA_INCLUDE=gpu_include"
 if [ "${BUILD:-1}" = 0 ]; then
-    if [ -x maskprior ] && [ -x tests/unit_tests ] && [ -x dev/attention_forward ] && [ -x dev/attention_backward ]
+    if [ -x maskprior ] && [ -x tests/unit_tests ] && [ -x dev/attention_forward ] && [ -x dev/attention_backward ] &&
+       [ -x dev/matmul ]
     then record build "prebuilt binaries (BUILD=0)"
     else record build "FAILED: BUILD=0 but ./maskprior, tests/unit_tests or a dev/ program is missing"; fi
 elif make -j3 -B maskprior tests/unit_tests dev ARCH=90 $inc > "$OUT/build.log" 2>&1; then record build ok
