@@ -26,10 +26,7 @@
 set -e
 cd "$(dirname "$0")/.."
 . experiments/table_common.sh
-if [ $size = paper ]; then
-    echo "prior_robustness.sh: error: no --paper size: this table runs at the make-run size" >&2
-    exit 2
-fi
+no_paper_size
 root=runs/table-prior-robustness/$size
 model="--optimizer adam --wd 1e-3 --lr 1e-3"
 start=$(date +%s)

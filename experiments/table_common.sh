@@ -52,6 +52,14 @@ run_runs() {
     esac
 }
 
+# no_paper_size: for a table asked at the make-run size only: --paper is one line on stderr, exit 2
+no_paper_size() {
+    if [ $size = paper ]; then
+        echo "$(basename "$0"): error: no --paper size: this table runs at the make-run size" >&2
+        exit 2
+    fi
+}
+
 # stop_if_scheduled: with SCHEDULER=slurm or list the runs have not run yet, so the table script
 # stops here, without its table (run_runs sits in a pipeline, a subshell, and cannot stop it)
 stop_if_scheduled() {

@@ -146,14 +146,18 @@ struct RunKeeper {
         const double seconds = now_seconds() - started;
         write_pictures(paths.folder, "final", model, ev, task);
         const std::string loss_name = model.cfg.readout == READOUT_REGRESSION ? opt.loss : "cross-entropy";
-        const nlohmann::ordered_json metrics = metrics_json(
-            {{"task", opt.task}, {"init", opt.init}, {"variant", init_variant(opt)}, {"seed", opt.seed},
+        nlohmann::ordered_json about = {{"task", opt.task}};
+        if (opt.task == "boolean") {  // which target, held out where
+            about["target"] = opt.target;
+            about["unseen"] = opt.unseen;
+        }
+        about.update(nlohmann::ordered_json{{"init", opt.init}, {"variant", init_variant(opt)}, {"seed", opt.seed},
              {"data_dir", opt.data_dir}, {"pe_scale", opt.pe_scale}, {"optimizer", opt.optimizer},
              {"weight_decay_on", weight_decay_on(model)},
              {"encoding", opt.encoding}, {"loss", loss_name},
              {"steps", steps}, {"seconds", seconds}, {"final_loss", loss}, {"train_examples", task.train_size()},
-             {"eval_examples", task.eval_size()}},
-            ev, model.dev, model.kernels, command);
+             {"eval_examples", task.eval_size()}});
+        const nlohmann::ordered_json metrics = metrics_json(about, ev, model.dev, model.kernels, command);
         meta["metrics"] = metrics.dump();
         checkpointer->save(model, meta, steps, train_accuracy);
         write_metrics(paths.folder, metrics);

@@ -15,10 +15,12 @@
 #include "gpu/cuda.cuh"      // build_text: which build this is, by which compilers
 #include "layers/errors.h"   // fail()
 #include "prior/inits.cuh"   // INITS, find_init, init_names
+#include "tasks/boolean.h"   // BOOL_BITS, parse_boolean_target: --task boolean's flags are checked here
 #include "tasks/registry.h"  // TASKS, find_task, is_image_task, is_language_task, is_arithmetic_task
 
 struct Options {
     std::string task = "maj3";
+    std::string target, unseen;  // --task boolean: the target EXPR and the held-out subcube COND
     std::string init = "default";
     std::string device = "auto";
     std::string optimizer = "adamw";
@@ -89,7 +91,11 @@ Trains a small transformer whose attention carries a learnable mask log σ(M).
 
 task and init
   --task NAME         the task                                         (maj3)
-{tasks}  --init NAME         where the prior lives                            (default)
+{tasks}  --target EXPR       --task boolean: the target, an expression in x0..x14
+                      with numbers, + - *, ( ) and sign(): 'x0*x1*x2'
+  --unseen COND       --task boolean: the held-out subcube, bits fixed to
+                      -1 or +1: 'x0=-1,x1=-1' (docs/tasks.md)
+  --init NAME         where the prior lives                            (default)
 {inits}  --mask-c C          prior strength c: mask ±c; qk-* target logits c·G (6)
   --mask-per-head     one M per head instead of one per layer shared by heads
   --mask-structure F  G from a text file instead of the task's: T×T (or
@@ -328,7 +334,9 @@ inline void check_prior_flags(const Options& o) {
 }
 
 // The flags of one task family given to another are refused: the image flags, the language
-// flags, and --data-dir and --mask-window, which both take. --init impulse needs images.
+// flags, and --data-dir and --mask-window, which both take. --init impulse needs images. --task
+// boolean's target and subcube are parsed here, before the run folder exists: a bad one throws
+// its line (tasks/boolean_target.h), and nothing is written.
 inline void check_task_flags(const Options& o, const std::vector<std::string>& flags) {
     const bool images = is_image_task(o.task), language = is_language_task(o.task);
     static const char* image_flags[] = {"--patch", "--pool", "--crop-pad", "--resize", "--no-flip", "--flip",
@@ -336,18 +344,24 @@ inline void check_task_flags(const Options& o, const std::vector<std::string>& f
                                         "--randaugment", "--randaugment-ops", "--random-erase"};
     static const char* language_flags[] = {"--seq-len", "--eval-windows", "--mask-prior"};
     static const char* data_flags[] = {"--data-dir", "--mask-window"};
+    static const char* boolean_flags[] = {"--target", "--unseen"};
     for (const std::string& flag : flags) {
         const char* f = flag.c_str();
         if (!images && listed(image_flags, flag)) fail("%s is for the image tasks, not %s", f, o.task.c_str());
         if (!language && listed(language_flags, flag)) fail("%s is for --task lm, not %s", f, o.task.c_str());
         if (!images && !language && listed(data_flags, flag))
             fail("%s is for the image tasks and --task lm, not %s", f, o.task.c_str());
+        if (o.task != "boolean" && listed(boolean_flags, flag))
+            fail("%s is for --task boolean, not %s", f, o.task.c_str());
     }
     if ((find_init(o.init)->uses & INIT_IMAGES_ONLY) && !images)
         fail("--init %s is for the image tasks, not %s", o.init.c_str(), o.task.c_str());
     if (o.coarse_labels && o.task != "cifar100") fail("--coarse-labels is for cifar100, not %s", o.task.c_str());
     const bool mixing = o.mixup > 0 || o.cutmix > 0;
     auto given = [&](const char* flag) { return std::find(flags.begin(), flags.end(), flag) != flags.end(); };
+    if (o.task == "boolean" && !(given("--target") && given("--unseen")))
+        fail("--task boolean needs --target EXPR and --unseen COND, e.g. --target 'x0*x1*x2' --unseen 'x0=-1,x1=-1'");
+    if (o.task == "boolean") parse_boolean_target(o.target, o.unseen, BOOL_BITS);
     if (given("--mix-switch") && !(o.mixup > 0 && o.cutmix > 0))
         fail("--mix-switch picks between mixup and cutmix: it needs --mixup A and --cutmix A, both above 0");
     if (given("--mix-prob") && !mixing) fail("--mix-prob needs --mixup or --cutmix above 0");
@@ -403,7 +417,7 @@ static const char* VALUED[] = {
     "--sample-tokens", "--temperature", "--top-k", "--checkpoint-every", "--attention-kernel", "--matmul-kernel",
     "--cpu-kernel", "--list", "--profile", "--drop-path", "--ema", "--mixup", "--cutmix", "--mix-switch",
     "--mix-prob", "--randaugment", "--randaugment-ops", "--random-erase", "--prior-noise", "--prior-drop",
-    "--prior-seed", "--mask-lr-scale"};
+    "--prior-seed", "--mask-lr-scale", "--target", "--unseen"};
 
 // The command line as words, with each --flag=value as the two words --flag value; a valued
 // flag's next word is its value, whatever it holds (--prompt "--x=1" stays one word).
@@ -460,6 +474,8 @@ inline Options parse_options(int argc, char** argv) {
             if (!find_task(value)) fail("--task must be one of %s, got '%s'", table_names(TASKS).c_str(), value);
             o.task = value;
         }
+        else if (flag == "--target") o.target = value;
+        else if (flag == "--unseen") o.unseen = value;
         else if (flag == "--init") {
             if (!find_init(value)) fail("--init must be one of %s, got '%s'", table_names(INITS).c_str(), value);
             o.init = value;

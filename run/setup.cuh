@@ -5,9 +5,12 @@
 #pragma once
 #include <sys/stat.h>
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 #include "model.cuh"              // Config, Model
@@ -23,7 +26,7 @@
 #include "run/schedule.h"         // learning_rate
 #include "run/step.cuh"           // weight_decay_on
 #include "tasks/arithmetic.h"     // ArithmeticTask
-#include "tasks/boolean.h"        // BooleanTask
+#include "tasks/boolean.h"        // BooleanTask, parse_boolean_target
 #include "tasks/image_folder.h"   // load_image_folder
 #include "tasks/language.h"       // LanguageTask
 #include "recipe/mix.h"            // MixSettings
@@ -34,7 +37,9 @@ static const char* FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist";
 
 inline std::unique_ptr<Task> make_task(const Options& opt) {
     switch (find_task(opt.task)->family) {  // the flags named one (run/options.h)
-    case TASKS_BOOLEAN:
+    case TASKS_BOOLEAN:  // a target that parses: the flags checked it (run/options.h)
+        if (opt.task == "boolean")
+            return std::make_unique<BooleanTask>(parse_boolean_target(opt.target, opt.unseen, BOOL_BITS));
         return std::make_unique<BooleanTask>(opt.task);
     case TASKS_LANGUAGE: {  // a bad or missing token file throws, naming it
         LanguageSettings settings;
@@ -271,7 +276,7 @@ inline Structure prior_structure(const Options& opt, const Task& task, const Con
     if (!wrong.on()) return G;
     const std::vector<PriorEdge> needed = task.needed_edges();
     if (wrong.drop > 0 && needed.empty())
-        fail("--prior-drop: task %s defines no edges that its target needs (those of maj3, 2parity and cyclic3 "
+        fail("--prior-drop: task %s defines no edges that its target needs (those of the Boolean tasks "
              "are in docs/method.md); --prior-noise works on any G", opt.task.c_str());
     return make_prior_wrong(G, wrong, needed, cfg.causal);
 }
@@ -348,6 +353,10 @@ inline Metadata run_metadata(const Options& opt) {
         m["mask_window"] = std::to_string(opt.mask_window);
         m["mask_prior"] = opt.mask_prior;
     }
+    if (opt.task == "boolean") {
+        m["target"] = opt.target;
+        m["unseen"] = opt.unseen;
+    }
     m["freeze_mask"] = opt.freeze_mask ? "1" : "0";
     // written only when on, so that a run without them writes what it wrote before they existed
     // (run/checkpointing.cuh, RUN_METADATA_WHEN_ON)
@@ -407,10 +416,26 @@ inline int print_list(const std::string& what) {
     return 0;
 }
 
+// A flag's text as a piece of a folder's name: spaces dropped, '*' as '.', and every character but
+// letters, digits and . + - = , as '_' (sign(x0+x1)*x2 -> sign_x0+x1_.x2); past 60 characters, its
+// first 50 and an FNV-1a hash of the whole
+inline std::string folder_piece(const std::string& text) {
+    std::string piece;
+    uint32_t hash = 2166136261u;
+    for (unsigned char c : text) {
+        hash = (hash ^ c) * 16777619u;
+        if (c == ' ' || c == '\t') continue;
+        piece += c == '*' ? '.' : isalnum(c) || strchr(".+-=,", c) ? (char)c : '_';
+    }
+    return piece.size() <= 60 ? piece : piece.substr(0, 50) + fmt("-%08x", hash);
+}
+
 // --out, or runs/<task>-<init variant>-s<seed>; created with its parents (mkdir -p).
-// --task images and --task lm say which data folder: runs/images-<its name>-..., runs/lm-<its name>-...
+// --task images and --task lm say which data folder: runs/images-<its name>-..., runs/lm-<its name>-...;
+// --task boolean its target and hold-out: runs/boolean-x0.x1.x2-unseen-x0=-1,x1=-1-mask-s1
 inline std::string run_folder(const Options& opt) {
     std::string data = opt.task;
+    if (opt.task == "boolean") data += "-" + folder_piece(opt.target) + "-unseen-" + folder_piece(opt.unseen);
     if (opt.task == "images" || is_language_task(opt.task)) {
         std::string path = opt.data_dir;
         while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -469,7 +494,8 @@ inline void print_startup(const Options& opt, const Task& task, const Model& mod
     const std::string rule = "+------------------+------------------------------------------------------+";
     puts(rule.c_str());
     row("task", fmt("%s (train %d, eval %d)", opt.task.c_str(), task.train_size(), task.eval_size()));
-    if (!task.describe().empty()) row("", task.describe());
+    std::istringstream described(task.describe());  // its lines, each a row
+    for (std::string line; std::getline(described, line);) row("", line);
     if (is_image_task(opt.task)) row("augmentation", augmentation_text(opt));
     if (opt.randaugment > 0 || opt.random_erase > 0)
         row("", fmt("RandAugment m%d x %d ops, random erasing %g", opt.randaugment, opt.randaugment_ops,

@@ -1,78 +1,110 @@
-// tasks/boolean.h: the Boolean GOTU tasks (Abbe, Bengio, Lotfi, Rizk, ICML 2023).
-// Inputs x in {-1,+1}^15 as tokens [CLS, x0..x14] (T = 16): bit b is token (b+1)/2 and CLS
-// is token 2. Train on the seen domain only; evaluate on the whole cube of 2^15 points.
+// tasks/boolean.h: the Boolean GOTU tasks (Abbe, Bengio, Lotfi, Rizk, ICML 2023): a target f on the
+// cube of 15 bits and a subcube held out of training. Inputs x in {-1,+1}^15 as tokens
+// [CLS, x0..x14] (T = 16): bit b is token (b+1)/2 and CLS is token 2. Train on the seen domain
+// only (the cube outside the held-out subcube); evaluate on the whole cube of 2^15 points.
 //
-//   task     f(x)                              unseen domain       G (mask structure)
-//   2parity  x0 x1                             x0 = x1 = -1        {CLS,x0,x1} all pairs; self
-//   maj3     sign(x0 + x1 + x2)                x0 = x1 = -1        {CLS,x0,x1,x2} all pairs; self
-//   cyclic3  sum_i x_i x_{i+1} x_{i+2} (mod 15) x0 = x1 = x2 = -1   CLS with all; x_i -> x_i, x_{i+1}, x_{i+2}
+//   task     f(x)                          unseen domain      G (mask structure)
+//   2parity  x0*x1                         x0 = x1 = -1       read off f: {CLS,x0,x1} all pairs; self
+//   maj3     sign(x0+x1+x2)                x0 = x1 = -1       read off f: {CLS,x0,x1,x2} all pairs; self
+//   cyclic3  x0*x1*x2 + ... + x14*x0*x1    x0 = x1 = x2 = -1  by hand: CLS with all; x_i -> x_{i+1}, x_{i+2}
+//   boolean  --target EXPR                 --unseen COND      read off f's Fourier support
 //
-// The min-degree interpolator (MDI) is the lowest-degree function equal to f on the seen
-// domain; a transformer tends to drift to it on the unseen part. Sign accuracy of the MDI over
-// the cube: 75.00% (2parity), 87.50% (maj3), 92.83% (cyclic3).
+// Every one is a target written as text and parsed (tasks/boolean_target.h): the named tasks are
+// the general one with their own text. From f's Fourier coefficients (tasks/walsh.h) come its
+// min-degree interpolator (MDI), the lowest-degree function equal to f on the seen domain, which
+// a transformer tends to drift to on the unseen part, and G: CLS and every bit f reads attend to
+// each other, bits that share a monomial of f attend to each other, every token to itself. The
+// MDI's sign accuracy over the cube: 75.00% (2parity), 87.50% (maj3), 92.83% (cyclic3).
 #pragma once
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <stdexcept>
-#include "tasks/task.h"  // Task, Metrics, EpochOrder
+#include "tasks/boolean_target.h"  // BooleanTarget, parse_boolean_target
+#include "tasks/task.h"            // Task, Metrics, PriorEdge, GatheringScorer
+#include "tasks/walsh.h"           // fourier_coefficients, mdi_coefficients, fourier_support, structure_from_support
 
 constexpr int BOOL_BITS = 15;
 constexpr int BOOL_POINTS = 1 << BOOL_BITS;  // 32768
 constexpr int BOOL_CLS = 2;                  // token id of CLS
 
-enum BooleanKind { BOOL_2PARITY, BOOL_MAJ3, BOOL_CYCLIC3 };
-
-// x_i of cube point p: bit i of p, as -1 or +1
-inline int cube_bit(int p, int i) { return (p >> i) & 1 ? 1 : -1; }
-
-inline double boolean_target(BooleanKind kind, int p) {
-    int x0 = cube_bit(p, 0), x1 = cube_bit(p, 1), x2 = cube_bit(p, 2);
-    switch (kind) {
-        case BOOL_2PARITY: return x0 * x1;
-        case BOOL_MAJ3: return x0 + x1 + x2 > 0 ? 1 : -1;
-        case BOOL_CYCLIC3: {
-            int sum = 0;
-            for (int i = 0; i < BOOL_BITS; i++)
-                sum += cube_bit(p, i) * cube_bit(p, (i + 1) % BOOL_BITS) * cube_bit(p, (i + 2) % BOOL_BITS);
-            return sum;
-        }
-    }
-    return 0;
-}
-
-inline bool boolean_unseen(BooleanKind kind, int p) {
-    bool two = cube_bit(p, 0) == -1 && cube_bit(p, 1) == -1;
-    return kind == BOOL_CYCLIC3 ? two && cube_bit(p, 2) == -1 : two;
-}
-
-inline double boolean_mdi(BooleanKind kind, int p) {
-    double x0 = cube_bit(p, 0), x1 = cube_bit(p, 1), x2 = cube_bit(p, 2);
-    switch (kind) {
-        case BOOL_2PARITY: return x0 + x1 - 1;
-        case BOOL_MAJ3: return (x0 + x1) / 2 + x2 - (x0 * x2 + x1 * x2) / 2;
-        case BOOL_CYCLIC3:
-            return boolean_target(kind, p) - x0 * x1 * x2 + 1 - (x0 + x1 + x2) + (x0 * x1 + x0 * x2 + x1 * x2);
-    }
-    return 0;
-}
-
 inline double sign_of(double v) { return v > 0 ? 1 : (v < 0 ? -1 : 0); }
 
-struct BooleanTask : Task {
-    BooleanKind kind;
-    std::vector<int> seen;  // cube points of the training domain, ascending
+// cyclic3's G, by hand: bit x_i attends to the keys of its own monomial, x_i, x_{i+1}, x_{i+2},
+// one way; CLS with every token, both ways. Measured, this directed G fits cyclic3 better than
+// the symmetric one read off f (docs/results.md).
+inline std::vector<float> cyclic3_structure() {
+    const int T = BOOL_BITS + 1;
+    std::vector<float> G(T * T, 0.0f);
+    for (int t = 0; t < T; t++) G[t * T + t] = G[t] = G[t * T] = 1.0f;
+    for (int i = 0; i < BOOL_BITS; i++)
+        for (int ahead : {1, 2}) G[(1 + i) * T + 1 + (i + ahead) % BOOL_BITS] = 1.0f;
+    return G;
+}
 
-    explicit BooleanTask(const std::string& task_name) {
-        if (task_name == "2parity") kind = BOOL_2PARITY;
-        else if (task_name == "maj3") kind = BOOL_MAJ3;
-        else if (task_name == "cyclic3") kind = BOOL_CYCLIC3;
-        else throw std::invalid_argument("unknown Boolean task " + task_name);
-        name = task_name;
-        vocab = 3;
-        seq_len = BOOL_BITS + 1;
-        outputs = 1;
-        for (int p = 0; p < BOOL_POINTS; p++)
-            if (!boolean_unseen(kind, p)) seen.push_back(p);
+// The edges of cyclic3's G its target needs: each bit's links to the other keys of its monomial,
+// x_i -> x_{i+1} and x_i -> x_{i+2} (30 edges, one way, as G has them)
+inline std::vector<PriorEdge> cyclic3_needed_edges() {
+    std::vector<PriorEdge> edges;
+    for (int i = 0; i < BOOL_BITS; i++)
+        for (int ahead : {1, 2}) edges.push_back({{1 + i, 1 + (i + ahead) % BOOL_BITS}});
+    return edges;
+}
+
+// The named tasks: a target, a held-out subcube, and where G and its needed edges are written
+// by hand (nullptr: read off f, as for any target)
+struct NamedBooleanTask {
+    const char* name;
+    const char* target;
+    const char* unseen;
+    std::vector<float> (*structure)();
+    std::vector<PriorEdge> (*needed_edges)();
+};
+
+inline const NamedBooleanTask NAMED_BOOLEAN_TASKS[] = {
+    {"2parity", "x0*x1", "x0=-1,x1=-1", nullptr, nullptr},
+    {"maj3", "sign(x0+x1+x2)", "x0=-1,x1=-1", nullptr, nullptr},
+    {"cyclic3",
+     "x0*x1*x2 + x1*x2*x3 + x2*x3*x4 + x3*x4*x5 + x4*x5*x6 + x5*x6*x7 + x6*x7*x8 + x7*x8*x9 + x8*x9*x10 + "
+     "x9*x10*x11 + x10*x11*x12 + x11*x12*x13 + x12*x13*x14 + x13*x14*x0 + x14*x0*x1",
+     "x0=-1,x1=-1,x2=-1", cyclic3_structure, cyclic3_needed_edges},
+};
+
+inline const NamedBooleanTask& named_boolean_task(const std::string& name) {
+    for (const NamedBooleanTask& task : NAMED_BOOLEAN_TASKS)
+        if (name == task.name) return task;
+    throw std::invalid_argument("unknown Boolean task " + name);
+}
+
+// The readout's grid: exact_cube rounds a prediction to the nearest multiple of it. 1 for a
+// target with integer values (every named task: round(y) == f), else the largest 2^-k, k <= 10,
+// of which every value is a multiple (0.5 for x0 + 0.5*x1); 0 when there is none (0.1*x0).
+inline double readout_grid(const std::vector<double>& values) {
+    for (int k = 0; k <= 10; k++) {
+        bool fits = true;
+        for (double v : values) fits = fits && std::nearbyint(std::ldexp(v, k)) == std::ldexp(v, k);
+        if (fits) return std::ldexp(1.0, -k);
     }
+    return 0;
+}
+
+struct BooleanTask : Task {
+    BooleanTarget target;         // f's text and values, the held-out subcube
+    std::vector<double> mdi;      // (2^15) the min-degree interpolator at every cube point
+    std::vector<uint32_t> support;  // f's Fourier support: the monomials of nonzero coefficient, as bit masks
+    std::vector<int> seen;        // cube points of the training domain, ascending
+    std::vector<float> (*own_structure)() = nullptr;        // G by hand (cyclic3), else read off f
+    std::vector<PriorEdge> (*own_needed_edges)() = nullptr;
+    bool sign_readout = false;    // f is ±1 everywhere: read by its sign (acc_cube)
+    double grid = 1;              // exact_cube's rounding (readout_grid)
+    int zero_points = 0, zero_unseen = 0;  // points where f = 0, left out of the sign metrics
+    double mdi_accuracy = 0;      // the MDI's sign accuracy over the cube's points where f != 0
+
+    // A named task: 2parity, maj3 or cyclic3
+    explicit BooleanTask(const std::string& task_name) : BooleanTask(task_name, named_boolean_task(task_name)) {}
+    // --task boolean: a target parsed from the command line (parse_boolean_target)
+    explicit BooleanTask(const BooleanTarget& any) { set_up("boolean", any); }
 
     static void cube_tokens(int p, int* tokens) {
         tokens[0] = BOOL_CLS;
@@ -82,81 +114,128 @@ struct BooleanTask : Task {
     int train_size() const override { return (int)seen.size(); }
     void train_example(int index, uint64_t, const ExampleSlot& out) const override {  // no draw: no choices
         cube_tokens(seen[index], out.tokens);
-        *out.targets = (float)boolean_target(kind, seen[index]);
+        *out.targets = (float)target.values[seen[index]];
     }
     int eval_size() const override { return BOOL_POINTS; }
     void eval_example(int index, const ExampleSlot& out) const override {
         cube_tokens(index, out.tokens);
-        *out.targets = (float)boolean_target(kind, index);
+        *out.targets = (float)target.values[index];
     }
     // the metrics compare the whole cube with the MDI: gathered, then evaluate()
     std::unique_ptr<Scorer> scorer() const override {
         return std::make_unique<GatheringScorer<BooleanTask>>(*this, 1);
     }
 
-    // outputs (32768): the prediction at every cube point, in point order
+    // outputs (32768): the prediction at every cube point, in point order. The sign metrics
+    // (acc_cube, acc_unseen, mdi_acc_cube) count the points where f != 0; acc_unseen is NaN
+    // (null in the logs) when f is 0 on the whole unseen part, exact_cube when f has no grid.
     Metrics evaluate(const std::vector<float>& outputs) const {
         double correct = 0, correct_unseen = 0, exact = 0, se = 0, se_unseen = 0, closer_to_mdi = 0;
         double mdi_correct = 0;
-        int unseen = 0;
+        int unseen = 0, signed_points = 0, signed_unseen = 0;
         for (int p = 0; p < BOOL_POINTS; p++) {
-            double y = outputs[p], f = boolean_target(kind, p), g = boolean_mdi(kind, p);
-            bool right = sign_of(y) == sign_of(f);
-            correct += right;
-            exact += std::round(y) == f;
+            double y = outputs[p], f = target.values[p], g = mdi[p];
+            const bool has_sign = f != 0, right = sign_of(y) == sign_of(f);
+            if (has_sign) {
+                signed_points++;
+                correct += right;
+                mdi_correct += sign_of(g) == sign_of(f);
+            }
+            exact += std::round(y / grid) * grid == f;
             se += (y - f) * (y - f);
-            mdi_correct += sign_of(g) == sign_of(f);
-            if (boolean_unseen(kind, p)) {
+            if (target.unseen.holds(p)) {
                 unseen++;
-                correct_unseen += right;
+                if (has_sign) {
+                    signed_unseen++;
+                    correct_unseen += right;
+                }
                 se_unseen += (y - f) * (y - f);
                 closer_to_mdi += std::fabs(y - g) < std::fabs(y - f);
             }
         }
-        return {{"acc_cube", correct / BOOL_POINTS},       {"acc_unseen", correct_unseen / unseen},
-                {"exact_cube", exact / BOOL_POINTS},       {"mse_cube", se / BOOL_POINTS},
-                {"mse_unseen", se_unseen / unseen},        {"mdi_agreement", closer_to_mdi / unseen},
-                {"mdi_acc_cube", mdi_correct / BOOL_POINTS}};
+        const double no_value = std::numeric_limits<double>::quiet_NaN();
+        return {{"acc_cube", correct / signed_points},
+                {"acc_unseen", signed_unseen > 0 ? correct_unseen / signed_unseen : no_value},
+                {"exact_cube", grid > 0 ? exact / BOOL_POINTS : no_value},
+                {"mse_cube", se / BOOL_POINTS},
+                {"mse_unseen", se_unseen / unseen},
+                {"mdi_agreement", closer_to_mdi / unseen},
+                {"mdi_acc_cube", mdi_correct / signed_points}};
     }
 
     // G over positions [CLS, x0..x14]: position 0 is CLS, position i+1 is bit x_i; row = query.
-    // "All pairs" and "CLS with all" go both ways. cyclic3's bit x_i attends to the keys of its
-    // own monomial, x_i, x_{i+1}, x_{i+2}, one way: measured, this directed G fits cyclic3
-    // better than the symmetric one (docs/results.md).
+    // Read off f's support (structure_from_support), or the named task's own.
     std::vector<float> structure() const override {
-        const int T = seq_len;
-        std::vector<float> G(T * T, 0.0f);
-        auto link = [&](int a, int b) { G[a * T + b] = G[b * T + a] = 1.0f; };
-        for (int t = 0; t < T; t++) link(t, t);
-        if (kind == BOOL_CYCLIC3) {
-            for (int t = 0; t < T; t++) link(0, t);
-            for (int i = 0; i < BOOL_BITS; i++) {
-                G[(1 + i) * T + 1 + (i + 1) % BOOL_BITS] = 1.0f;
-                G[(1 + i) * T + 1 + (i + 2) % BOOL_BITS] = 1.0f;
-            }
-        } else {
-            int group = kind == BOOL_2PARITY ? 3 : 4;  // CLS and the bits f reads
-            for (int a = 0; a < group; a++)
-                for (int b = 0; b < group; b++) link(a, b);
-        }
-        return G;
+        return own_structure ? own_structure() : structure_from_support(support, BOOL_BITS);
     }
 
-    // The edges of G the target needs (docs/method.md, "A wrong prior"): maj3 and 2parity the links
-    // between CLS and each bit f reads (3 and 2 edges, each both ways); cyclic3 the links of each
-    // bit to the other keys of its monomial, x_i -> x_{i+1} and x_i -> x_{i+2} (30 edges, one way,
-    // as G has them).
+    // The edges of G the target needs (docs/method.md, "A wrong prior"): the links between CLS and
+    // each bit f reads (each both ways; maj3's 3, 2parity's 2), or the named task's own (cyclic3's 30)
     std::vector<PriorEdge> needed_edges() const override {
+        if (own_needed_edges) return own_needed_edges();
         std::vector<PriorEdge> edges;
-        if (kind == BOOL_CYCLIC3) {
-            for (int i = 0; i < BOOL_BITS; i++)
-                for (int ahead : {1, 2}) edges.push_back({{1 + i, 1 + (i + ahead) % BOOL_BITS}});
-            return edges;
-        }
-        for (int bit = 0; bit < (kind == BOOL_2PARITY ? 2 : 3); bit++) edges.push_back({{0, 1 + bit}, {1 + bit, 0}});
+        const uint32_t read = support_bits(support);
+        for (int bit = 0; bit < BOOL_BITS; bit++)
+            if (read >> bit & 1) edges.push_back({{0, 1 + bit}, {1 + bit, 0}});
         return edges;
+    }
+
+    // The start-up table's lines: the target, its hold-out, the readout, f's support and G
+    std::string describe() const override {
+        std::string lines = "f = " + shown_text(target.text) + "\n";
+        lines += "unseen " + shown_text(target.unseen_text) + ": " +
+                 std::to_string(BOOL_POINTS >> target.unseen.fixed_count()) + " points held out\n";
+        char line[120];
+        const double mdi_percent = 100 * mdi_accuracy;
+        if (sign_readout) snprintf(line, sizeof line, "readout: sign (f is ±1); MDI cube acc %.2f%%", mdi_percent);
+        else if (grid > 0)
+            snprintf(line, sizeof line, "readout: value, exact_cube to %g; MDI cube acc %.2f%%", grid, mdi_percent);
+        else snprintf(line, sizeof line, "readout: value, no exact_cube; MDI cube acc %.2f%%", mdi_percent);
+        lines += std::string(line) + "\n";
+        int degree = 0;
+        for (uint32_t A : support) degree = std::max(degree, popcount(A));
+        snprintf(line, sizeof line, "Fourier support: %zu monomial%s, degree <= %d, %d bits", support.size(),
+                 support.size() == 1 ? "" : "s", degree, popcount(support_bits(support)));
+        lines += std::string(line) + "\n";
+        lines += own_structure ? "G: by hand (one way: docs/method.md)" : "G: read off the support (docs/method.md)";
+        if (zero_points == 0) return lines;
+        snprintf(line, sizeof line, "\nf = 0 on %d points (%d unseen): not in sign metrics", zero_points, zero_unseen);
+        return lines + line;
     }
 
     // token 0 is the bit -1, token 1 the bit +1, CLS has no value
     std::vector<float> token_values() const override { return {-1.0f, 1.0f, 0.0f}; }
+
+private:
+    // f's MDI, support, seen domain and readout, from the parsed target
+    void set_up(const std::string& task_name, const BooleanTarget& parsed) {
+        if (parsed.bits != BOOL_BITS) throw std::logic_error("a Boolean task has 15 bits");
+        name = task_name;
+        target = parsed;
+        vocab = 3;
+        seq_len = BOOL_BITS + 1;
+        outputs = 1;
+        const std::vector<double>& f = target.values;
+        const std::vector<double> f_hat = fourier_coefficients(f, BOOL_BITS);
+        mdi = from_fourier(mdi_coefficients(f_hat, target.unseen), BOOL_BITS);
+        support = fourier_support(f_hat);
+        sign_readout = true;
+        int mdi_correct = 0;
+        for (int p = 0; p < BOOL_POINTS; p++) {
+            const bool unseen = target.unseen.holds(p);
+            if (!unseen) seen.push_back(p);
+            sign_readout = sign_readout && (f[p] == 1 || f[p] == -1);
+            zero_points += f[p] == 0;
+            zero_unseen += f[p] == 0 && unseen;
+            mdi_correct += f[p] != 0 && sign_of(mdi[p]) == sign_of(f[p]);
+        }
+        grid = readout_grid(f);
+        mdi_accuracy = (double)mdi_correct / (BOOL_POINTS - zero_points);
+    }
+
+    BooleanTask(const std::string& task_name, const NamedBooleanTask& named) {
+        set_up(task_name, parse_boolean_target(named.target, named.unseen, BOOL_BITS));
+        own_structure = named.structure;
+        own_needed_edges = named.needed_edges;
+    }
 };

@@ -24,6 +24,7 @@ inline const TaskKind TASKS[] = {
     {"2parity", TASKS_BOOLEAN, "x0·x1; unseen: x0 = x1 = -1"},
     {"maj3", TASKS_BOOLEAN, "sign(x0 + x1 + x2); unseen: x0 = x1 = -1"},
     {"cyclic3", TASKS_BOOLEAN, "sum_i x_i x_i+1 x_i+2, i mod 15; unseen: x0 = x1 = x2 = -1"},
+    {"boolean", TASKS_BOOLEAN, "any target: --target EXPR --unseen COND (docs/tasks.md)"},
     {"add3", TASKS_ARITHMETIC, "3-digit addition, answer reversed: $123+456=9750$"},
     {"mul2", TASKS_ARITHMETIC, "2-digit multiplication, answer reversed"},
     {"mnist", TASKS_IMAGES, "MNIST's handwritten digits, the four IDX files (data/get_mnist.sh)"},

@@ -102,7 +102,8 @@ struct Task {
     virtual std::vector<int> decode_positions() const { return {}; }
     // how a token is printed (G's labels): its id, unless the task has a symbol for it
     virtual std::string token_text(int v) const { return std::to_string(v); }
-    // one line on the data set for the startup table (sizes, fractions, files); may be empty
+    // the data set for the startup table (sizes, fractions, files; a Boolean task's target), a row a
+    // line ('\n' between lines); may be empty
     virtual std::string describe() const { return ""; }
     // G (seq_len, seq_len) of 0/1: which query may attend to which key under the prior
     virtual std::vector<float> structure() const = 0;

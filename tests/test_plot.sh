@@ -2,7 +2,7 @@
 # tools/plot.py on the fixture runs in tests/fixtures/plot (one default, one qk-svd, one mask
 # run of 2parity): every PNG is written and is a real image; a folder that is not a run gives
 # exit code 2 and one line on stderr; metrics missing or null in a log are no error. Then
-# tools/arithmetic_table.py on two hand-written metrics.json files.
+# tools/arithmetic_table.py and tools/boolean_targets_table.py on hand-written metrics.json files.
 # Exit 0 when all holds, 1 when not, 77 (skipped) when matplotlib is missing.
 # The Python is ${MASKPRIOR_PYTHON:-/usr/bin/python3}.
 cd "$(dirname "$0")/.." || exit 1
@@ -66,6 +66,28 @@ done
 grep -qF "| add3 | 0.004 | 4000 | mask | 2 | 55.00 ± 7.07 | 90.00 ± 0.00 | 0.950 ± 0.000 | 77.49 |" "$tmp/table" \
     || fail "arithmetic_table.py: not the expected row: $(cat "$tmp/table")"
 "$python" tools/arithmetic_table.py "$tmp/sparse" >/dev/null 2>&1 && fail "arithmetic_table.py accepted a folder without arithmetic runs"
+
+# 5. tools/boolean_targets_table.py: two seeds of one target give one row named by their folder,
+# with the MDI's accuracy beside it; a null acc_unseen (f = 0 on the whole held-out part) is left
+# out of its mean; a folder without runs is an error.
+for seed in 1 2; do
+    mkdir -p "$tmp/targets/parity3-mask-s$seed"
+    unseen=$([ $seed = 1 ] && echo 0.5 || echo null)
+    echo "{\"task\": \"boolean\", \"target\": \"x0*x1*x2\", \"unseen\": \"x0=-1,x1=-1\", \"variant\": \"mask\",
+          \"seed\": $seed, \"device\": \"CPU\", \"seconds\": 30, \"acc_cube\": 0.$((seed + 7))75,
+          \"acc_unseen\": $unseen, \"exact_cube\": 0.75, \"mdi_agreement\": 0.5, \"mdi_acc_cube\": 0.75,
+          \"prior_mass\": [0.9, 1.0]}" >"$tmp/targets/parity3-mask-s$seed/metrics.json"
+done
+"$python" tools/boolean_targets_table.py "$tmp/targets" >"$tmp/table" 2>&1 \
+    || fail "boolean_targets_table.py: $(cat "$tmp/table")"
+row="| parity3 | \`x0*x1*x2\` | \`x0=-1,x1=-1\` | mask | 2 | 92.50 ± 7.07 | 50.00 ± 0.00 | 75.00 ± 0.00 |"
+row="$row 50.00 ± 0.00 | 0.950 ± 0.000 | 75.00 |"
+grep -qF "$row" "$tmp/table" || fail "boolean_targets_table.py: not the expected row: $(cat "$tmp/table")"
+grep -qF "1.0 minutes of runs in all" "$tmp/table" || fail "boolean_targets_table.py: not the runs' minutes"
+"$python" tools/boolean_targets_table.py "$tmp/arith" >/dev/null 2>"$tmp/stderr" \
+    && fail "boolean_targets_table.py accepted a folder without Boolean-target runs"
+grep -q "^boolean_targets_table.py: error: no metrics.json" "$tmp/stderr" \
+    || fail "boolean_targets_table.py: a folder without its runs is not one error line: $(cat "$tmp/stderr")"
 
 [ "$failed" = 0 ] && echo "plot test: ok"
 exit "$failed"

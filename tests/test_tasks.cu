@@ -1,4 +1,5 @@
-// The Boolean GOTU tasks against hand-checked values (docs/method.md, "The tasks and their G"), the epoch order,
+// The named Boolean GOTU tasks against hand-checked values (docs/method.md, "The tasks and their G"; any
+// target: test_boolean_target.cu), the epoch order,
 // and the image tasks' augmentation recipes (tasks/registry.h).
 #include <algorithm>
 #include <set>
@@ -15,17 +16,18 @@ TEST_CASE("Boolean domains: seen and unseen sizes") {
 
 TEST_CASE("Boolean targets by hand") {
     // point p: bit i of p is x_i (1 -> +1, 0 -> -1)
-    CHECK(boolean_target(BOOL_2PARITY, 0b11) == 1);    // x0 = x1 = +1
-    CHECK(boolean_target(BOOL_2PARITY, 0b01) == -1);   // x0 = +1, x1 = -1
-    CHECK(boolean_target(BOOL_2PARITY, 0) == 1);       // x0 = x1 = -1 (unseen)
-    CHECK(boolean_target(BOOL_MAJ3, 0b011) == 1);      // +1 +1 -1
-    CHECK(boolean_target(BOOL_MAJ3, 0b100) == -1);     // -1 -1 +1
-    CHECK(boolean_target(BOOL_CYCLIC3, 0) == -15);     // all -1: 15 products of three -1
-    CHECK(boolean_target(BOOL_CYCLIC3, BOOL_POINTS - 1) == 15);
-    CHECK(boolean_target(BOOL_CYCLIC3, 0b1) == -15 + 2 * 3);  // x0 = +1 flips the 3 products holding x0
-    CHECK(boolean_unseen(BOOL_MAJ3, 0b100));
-    CHECK(!boolean_unseen(BOOL_CYCLIC3, 0b100));
-    CHECK(boolean_unseen(BOOL_CYCLIC3, 0b1000));
+    const BooleanTask parity("2parity"), maj3("maj3"), cyclic3("cyclic3");
+    CHECK(parity.target.values[0b11] == 1);    // x0 = x1 = +1
+    CHECK(parity.target.values[0b01] == -1);   // x0 = +1, x1 = -1
+    CHECK(parity.target.values[0] == 1);       // x0 = x1 = -1 (unseen)
+    CHECK(maj3.target.values[0b011] == 1);     // +1 +1 -1
+    CHECK(maj3.target.values[0b100] == -1);    // -1 -1 +1
+    CHECK(cyclic3.target.values[0] == -15);    // all -1: 15 products of three -1
+    CHECK(cyclic3.target.values[BOOL_POINTS - 1] == 15);
+    CHECK(cyclic3.target.values[0b1] == -15 + 2 * 3);  // x0 = +1 flips the 3 products holding x0
+    CHECK(maj3.target.unseen.holds(0b100));
+    CHECK(!cyclic3.target.unseen.holds(0b100));
+    CHECK(cyclic3.target.unseen.holds(0b1000));
 }
 
 TEST_CASE("token values: a Boolean token is its bit, CLS has none; a task without values has all 0") {
@@ -61,18 +63,12 @@ TEST_CASE("tokens are [CLS, bits] with bit b as (b+1)/2") {
     }
 }
 
-TEST_CASE("the min-degree interpolator equals f on every seen point") {
-    for (BooleanKind kind : {BOOL_2PARITY, BOOL_MAJ3, BOOL_CYCLIC3})
-        for (int p = 0; p < BOOL_POINTS; p++)
-            if (!boolean_unseen(kind, p)) REQUIRE(boolean_mdi(kind, p) == boolean_target(kind, p));
-}
-
 TEST_CASE("evaluating the MDI itself gives 75.00 / 87.50 / 92.83 % cube accuracy") {
     const std::pair<const char*, double> expected[] = {{"2parity", 0.75}, {"maj3", 0.875}, {"cyclic3", 0.9283}};
     for (auto [name, acc] : expected) {
         BooleanTask task(name);
         std::vector<float> mdi(BOOL_POINTS);
-        for (int p = 0; p < BOOL_POINTS; p++) mdi[p] = (float)boolean_mdi(task.kind, p);
+        for (int p = 0; p < BOOL_POINTS; p++) mdi[p] = (float)task.mdi[p];
         Metrics m = task.evaluate(mdi);
         auto get = [&](const std::string& key) {
             for (auto& [k, v] : m) if (k == key) return v;
@@ -89,7 +85,7 @@ TEST_CASE("evaluating the MDI itself gives 75.00 / 87.50 / 92.83 % cube accuracy
 TEST_CASE("evaluating f itself gives perfect metrics") {
     BooleanTask task("cyclic3");
     std::vector<float> f(BOOL_POINTS);
-    for (int p = 0; p < BOOL_POINTS; p++) f[p] = (float)boolean_target(task.kind, p);
+    for (int p = 0; p < BOOL_POINTS; p++) f[p] = (float)task.target.values[p];
     for (auto& [key, value] : task.evaluate(f)) {
         if (key == "acc_cube" || key == "acc_unseen" || key == "exact_cube") CHECK(value == 1.0);
         if (key == "mse_cube" || key == "mse_unseen" || key == "mdi_agreement") CHECK(value == 0.0);

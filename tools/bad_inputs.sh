@@ -75,6 +75,15 @@ case_row "a stray word" stray
 case_row "an impossible shape: B·T·C past 2^31" $tiny --batch 100000000 --width 4096
 case_row "--steps and --epochs together" --steps 10 --epochs 2
 case_row "a flag of another task family" --task maj3 --patch 4
+case_row "--target: a dangling operator" $tiny --task boolean --target 'x0*x1+' --unseen x0=-1
+case_row "--target: an unknown name" $tiny --task boolean --target 'x0*y1' --unseen x0=-1
+case_row "--target: a bit past the cube" $tiny --task boolean --target 'x0*x15' --unseen x0=-1
+case_row "--target: two factors without *" $tiny --task boolean --target '2 x0' --unseen x0=-1
+case_row "--target: an unclosed parenthesis" $tiny --task boolean --target 'sign(x0+x1' --unseen x0=-1
+case_row "--target: constant on the seen domain" $tiny --task boolean --target 'x0+1' --unseen x0=1
+case_row "--unseen: a value other than ±1" $tiny --task boolean --target 'x0*x1' --unseen x0=0
+case_row "--unseen: a bit fixed twice" $tiny --task boolean --target 'x0*x1' --unseen x0=-1,x0=1
+case_row "--unseen: no bit fixed (the whole cube held out)" $tiny --task boolean --target 'x0*x1' --unseen ''
 case_row "--device cuda without a GPU" $tiny --device cuda
 case_row "--resume of a missing file" $tiny --resume /nonexistent/model.safetensors
 case_row "--resume of a file that is not safetensors" $tiny --resume "$tmp/garbage.safetensors"

@@ -26,6 +26,8 @@
 #   token_file   train.bin and val.bin of data/prepare_text.py on tests/fixtures/text/tiny.txt,
 #                bytes and BPE (400 pieces) tokenizers
 #   vocabulary   the tokenizer.bin of those two runs
+#   target       --task boolean's --target and --unseen, a line each: maj3's and 2parity's, and two
+#                that use every piece of the grammar (numbers, unary signs, sign(), spaces, +1)
 set -e
 cd "$(dirname "$0")/../.." || exit 1
 python=/usr/bin/python3
@@ -34,7 +36,7 @@ cifar=${CIFAR10_JPEG:-data/cifar10-jpeg}
 fashion=/usr/share/datasets/fashion-mnist
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for parser in safetensors structure arithmetic idx cifar image token_file vocabulary; do
+for parser in safetensors structure arithmetic idx cifar image token_file vocabulary target; do
     rm -rf "$corpus/$parser/valid"
     mkdir -p "$corpus/$parser/valid"
 done
@@ -166,4 +168,10 @@ for tokenizer in bytes bpe; do
     cp "$tmp/$tokenizer/val.bin" "$corpus/token_file/valid/$tokenizer-val.bin"
     cp "$tmp/$tokenizer/tokenizer.bin" "$corpus/vocabulary/valid/$tokenizer-tokenizer.bin"
 done
+
+# target: an expression, then a held-out subcube
+printf 'sign(x0+x1+x2)\nx0=-1,x1=-1\n' > "$corpus/target/valid/maj3.txt"
+printf 'x0*x1\nx0=-1,x1=-1\n' > "$corpus/target/valid/2parity.txt"
+printf 'x0*x1*x2 + x3*x4*x5 - 0.5*x6\n x2 = +1 , x14=1\n' > "$corpus/target/valid/sparse.txt"
+printf -- '-(x0 + x0*x1 + x0*x1*x2) * 1.25 + sign(x13 - 2*(x14 + 1))\nx0=-1\n' > "$corpus/target/valid/staircase.txt"
 du -sh "$corpus"

@@ -3,7 +3,7 @@
 # each for a time or a number of executions, and prints one line per harness.
 #
 #   sh tests/fuzz/run_fuzz.sh [--seconds S | --runs N] [harness...]    (default --seconds 10, all)
-#   harnesses: safetensors structure arithmetic idx cifar image token_file vocabulary
+#   harnesses: safetensors structure arithmetic idx cifar image token_file vocabulary target
 #
 # Builds what is missing or stale (make tests/fuzz/bin/fuzz_<name>; clang++ with ASan and UBSan).
 # Each harness first checks that its valid seeds parse (tests/fuzz/fuzz.h), then fuzzes starting
@@ -18,7 +18,7 @@
 # crashes (0, or the reproducer's path). Exit code 0 when every harness ran clean, 1 when any
 # found something or rejected a valid seed, 2 on bad arguments.
 cd "$(dirname "$0")/../.." || exit 2
-all="safetensors structure arithmetic idx cifar image token_file vocabulary"
+all="safetensors structure arithmetic idx cifar image token_file vocabulary target"
 limit="-max_total_time=10"
 case $1 in
     --seconds) limit="-max_total_time=$2"; shift 2 ;;
@@ -35,6 +35,7 @@ max_len() {
     case $1 in
         safetensors) echo 16384 ;; structure) echo 4096 ;; arithmetic) echo 1024 ;; idx) echo 4096 ;;
         cifar) echo 10000 ;; image) echo 8192 ;; token_file) echo 10240 ;; vocabulary) echo 8192 ;;
+        target) echo 1024 ;;
     esac
 }
 
