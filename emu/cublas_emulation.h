@@ -20,12 +20,19 @@
 #include "emu/runtime.h"        // emu::hex, emu::say
 #include "emu/streams.h"        // emu::stream_work: a call runs on its handle's stream
 
+// cuBLAS's statuses, with the numbers of cublas_api.h; the emulation returns SUCCESS, NOT_INITIALIZED,
+// INVALID_VALUE, EXECUTION_FAILED and (cuBLASLt's refusals, emu/cublaslt_emulation.h) NOT_SUPPORTED
 enum cublasStatus_t {
     CUBLAS_STATUS_SUCCESS = 0,
     CUBLAS_STATUS_NOT_INITIALIZED = 1,
+    CUBLAS_STATUS_ALLOC_FAILED = 3,
     CUBLAS_STATUS_INVALID_VALUE = 7,
+    CUBLAS_STATUS_ARCH_MISMATCH = 8,
+    CUBLAS_STATUS_MAPPING_ERROR = 11,
     CUBLAS_STATUS_EXECUTION_FAILED = 13,
-    CUBLAS_STATUS_NOT_SUPPORTED = 15,  // only cuBLASLt's refusals return it (emu/cublaslt_emulation.h)
+    CUBLAS_STATUS_INTERNAL_ERROR = 14,
+    CUBLAS_STATUS_NOT_SUPPORTED = 15,
+    CUBLAS_STATUS_LICENSE_ERROR = 16,
 };
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 };
 enum cublasMath_t {
@@ -42,6 +49,40 @@ struct cublasContext {
     size_t workspace_bytes = 0;
 };
 typedef cublasContext* cublasHandle_t;
+
+// A status's name, and the words the library gives it (libcublas 13.0's cublasGetStatusString, read
+// on this project's development machine), for gpu/cuda.cuh's error line
+inline const char* cublasGetStatusName(cublasStatus_t status) {
+    switch (status) {
+        case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+        case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+        case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+        case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+        case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+        case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+        case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+        case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+        case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+        case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+    }
+    return "unrecognized status";
+}
+
+inline const char* cublasGetStatusString(cublasStatus_t status) {
+    switch (status) {
+        case CUBLAS_STATUS_SUCCESS: return "success";
+        case CUBLAS_STATUS_NOT_INITIALIZED: return "the library was not initialized";
+        case CUBLAS_STATUS_ALLOC_FAILED: return "the resource allocation failed";
+        case CUBLAS_STATUS_INVALID_VALUE: return "an unsupported value or parameter was passed to the function";
+        case CUBLAS_STATUS_ARCH_MISMATCH: return "the function requires an architectural feature absent from the device";
+        case CUBLAS_STATUS_MAPPING_ERROR: return "an access to GPU memory space failed";
+        case CUBLAS_STATUS_EXECUTION_FAILED: return "the function failed to launch on the GPU";
+        case CUBLAS_STATUS_INTERNAL_ERROR: return "an internal operation failed";
+        case CUBLAS_STATUS_NOT_SUPPORTED: return "the requested functionality is not supported";
+        case CUBLAS_STATUS_LICENSE_ERROR: return "the license check failed";
+    }
+    return "unrecognized status";
+}
 
 inline cublasStatus_t cublasCreate(cublasHandle_t* handle) {
     *handle = new cublasContext();

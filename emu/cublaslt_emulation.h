@@ -37,7 +37,10 @@
 //                    layouts, scalars and algorithm are valid with CUBLAS_STATUS_NOT_SUPPORTED ("the
 //                    current implementation on the selected device doesn't support the configured
 //                    operation"), having run nothing and, during a capture, recorded nothing
-//   Neither refusal says a line: the library says nothing either, and the program's note does.
+//     invalid-value  the heuristic answers CUBLAS_STATUS_INVALID_VALUE, as for a request it takes to
+//                    be wrong: not a refusal the program falls back from, but a bug that stops it,
+//                    with the status's name (layers/matmul_lt.cuh)
+//   None of these says a line: the library says nothing either, and the program's note does.
 //   Anything else stops the program with one line on stderr. The GPU tests set it in-process
 //   (emu::lt_refusal()).
 // A call is work on the stream it is given: queued, to run when the host waits, or recorded while
@@ -323,13 +326,14 @@ inline float lt_gelu_derivative(float x) {
 namespace emu {
 
 // How cuBLASLt turns the program down (the header: MASKPRIOR_EMU_CUBLASLT)
-enum class LtRefusal { none, no_algorithm, not_supported };
+enum class LtRefusal { none, no_algorithm, not_supported, invalid_value };
 
-// text as MASKPRIOR_EMU_CUBLASLT: ok, no-algorithm or not-supported; false for anything else
+// text as MASKPRIOR_EMU_CUBLASLT: ok, no-algorithm, not-supported or invalid-value; false for anything else
 inline bool parse_lt_refusal(const std::string& text, LtRefusal* refusal) {
     if (text == "ok") *refusal = LtRefusal::none;
     else if (text == "no-algorithm") *refusal = LtRefusal::no_algorithm;
     else if (text == "not-supported") *refusal = LtRefusal::not_supported;
+    else if (text == "invalid-value") *refusal = LtRefusal::invalid_value;
     else return false;
     return true;
 }
@@ -341,8 +345,8 @@ inline LtRefusal& lt_refusal() {
         LtRefusal r = LtRefusal::none;
         const char* text = getenv("MASKPRIOR_EMU_CUBLASLT");
         if (text && !parse_lt_refusal(text, &r)) {
-            fprintf(stderr, "CUDA emulation: MASKPRIOR_EMU_CUBLASLT=%s: expected ok, no-algorithm or not-supported\n",
-                    text);
+            fprintf(stderr, "CUDA emulation: MASKPRIOR_EMU_CUBLASLT=%s: expected ok, no-algorithm, not-supported or "
+                    "invalid-value\n", text);
             exit(2);
         }
         return r;
@@ -354,7 +358,8 @@ inline LtRefusal& lt_refusal() {
 
 // One algorithm for any product the emulation can run (it needs no workspace), or
 // CUBLAS_STATUS_INVALID_VALUE with a line when the arguments do not fit; none under
-// MASKPRIOR_EMU_CUBLASLT=no-algorithm (CUBLAS_STATUS_NOT_SUPPORTED, no result returned).
+// MASKPRIOR_EMU_CUBLASLT=no-algorithm (CUBLAS_STATUS_NOT_SUPPORTED, no result returned); the status
+// INVALID_VALUE, without a line, under MASKPRIOR_EMU_CUBLASLT=invalid-value.
 inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
                                                      cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                                                      cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
@@ -369,6 +374,7 @@ inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cu
     if (!why.empty()) return emu::lt_failure("cublasLtMatmulAlgoGetHeuristic", CUBLAS_STATUS_INVALID_VALUE, why);
     *returned = 0;
     if (emu::lt_refusal() == emu::LtRefusal::no_algorithm) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (emu::lt_refusal() == emu::LtRefusal::invalid_value) return CUBLAS_STATUS_INVALID_VALUE;
     results[0] = cublasLtMatmulHeuristicResult_t{};
     results[0].algo.data[0] = (uint64_t)++handle->algorithms_given;
     results[0].workspaceSize = 0;

@@ -17,7 +17,7 @@
 #include <vector>
 #include "emu/device_memory.h"  // is_device_memory, guards_intact, ArenaOpen, fiber_stacks, POISON
 #include "emu/runtime.h"        // dim3, uint3, threadIdx ... gridDim, emu::report
-#include "emu/streams.h"        // stream_work: a launch is queued on its stream
+#include "emu/streams.h"        // stream_work, run_queue: a launch is queued on its stream
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
 #endif
@@ -478,11 +478,14 @@ inline void run_launch(dim3 grid, dim3 block, size_t shared_bytes, Args... args)
 }
 
 // kernel<<<grid, block, shared_bytes, stream>>>(args...): checked now, run when the queue runs
-// (or recorded while the stream captures; emu/streams.h)
+// (or recorded while the stream captures; emu/streams.h). With CUDA_LAUNCH_BLOCKING=1, as on a GPU,
+// the launch waits for its kernel: the queue runs at once, and a fault is pending when the launch returns.
 template <auto kernel, typename... Args>
 inline void launch_on(cudaStream_t stream, dim3 grid, dim3 block, size_t shared_bytes, Args... args) {
-    if (launch_allowed<kernel>(grid, block, shared_bytes, args...))
-        stream_work(stream, [=] { run_launch<kernel>(grid, block, shared_bytes, args...); }, kernel_name<kernel>().c_str());
+    if (!launch_allowed<kernel>(grid, block, shared_bytes, args...)) return;
+    stream_work(stream, [=] { run_launch<kernel>(grid, block, shared_bytes, args...); }, kernel_name<kernel>().c_str());
+    const char* blocking = getenv("CUDA_LAUNCH_BLOCKING");
+    if (blocking && std::string(blocking) == "1" && !(stream && stream->capturing)) run_queue();
 }
 
 // The same checks and the run at once, on the calling thread: for the emulation's own tests,

@@ -34,18 +34,47 @@ constexpr bool BUILT_WITHOUT_CUDA = false;
 
 // ----------------------------------------------------------------------------
 // errors: CUDA errors are bugs, and stop the program with file:line
+//
+// A kernel's fault (an illegal address, a trap) is asynchronous: the launch returns before the
+// kernel runs, and CUDA reports the fault at the next call that checks, which may be another
+// layer's, in another file. So every CUDA error's line says how to have the fault reported where
+// it happens: CUDA_LAUNCH_BLOCKING=1 makes each launch wait for its kernel, and the check after the
+// launch (launch_kernel's, which names the kernel) then reports it. The emulation does the same.
+
+inline bool launches_blocking() {
+    const char* blocking = getenv("CUDA_LAUNCH_BLOCKING");
+    return blocking && std::string(blocking) == "1";
+}
+
+// The line of a CUDA error found `where` ("at file:line", "after the launch of a kernel")
+inline std::string cuda_error_line(cudaError_t err, const std::string& where) {
+    std::string line = "maskprior: CUDA error " + where + ": " + cudaGetErrorString(err);
+    if (launches_blocking())
+        return line + " (CUDA_LAUNCH_BLOCKING=1: each launch waited for its kernel, so a kernel's fault is reported "
+                      "after its own launch)";
+    return line + " (a kernel's fault is reported at the next check, which may be a later call's: "
+                  "CUDA_LAUNCH_BLOCKING=1 runs it again with the fault reported at its launch)";
+}
+
+[[noreturn]] inline void cuda_fail(cudaError_t err, const std::string& where) {
+    fprintf(stderr, "%s\n", cuda_error_line(err, where).c_str());
+    exit(1);
+}
 
 inline void cuda_check(cudaError_t err, const char* file, int line) {
-    if (err != cudaSuccess) {
-        fprintf(stderr, "maskprior: CUDA error at %s:%d: %s\n", file, line, cudaGetErrorString(err));
-        exit(1);
-    }
+    if (err != cudaSuccess) cuda_fail(err, std::string("at ") + file + ":" + std::to_string(line));
 }
 #define cudaCheck(err) cuda_check((err), __FILE__, __LINE__)
 
+// The line of a failed cuBLAS or cuBLASLt call: the status's name and the library's words for it
+inline std::string cublas_error_line(cublasStatus_t status, const char* file, int line) {
+    return std::string("maskprior: cuBLAS error at ") + file + ":" + std::to_string(line) + ": " +
+           cublasGetStatusName(status) + " (" + cublasGetStatusString(status) + ")";
+}
+
 inline void cublas_check(cublasStatus_t status, const char* file, int line) {
     if (status != CUBLAS_STATUS_SUCCESS) {
-        fprintf(stderr, "maskprior: cuBLAS error %d at %s:%d\n", (int)status, file, line);
+        fprintf(stderr, "%s\n", cublas_error_line(status, file, line).c_str());
         exit(1);
     }
 }

@@ -34,6 +34,39 @@ struct CapturedGraph {
     size_t nodes = 0;  // the launches, copies, memsets and library kernels it holds
 };
 
+// A capture of gpu_stream() for as long as it is in scope, the profiler paused meanwhile (the
+// capture's launches are not run, so not timed). end() ends it and hands over the graph. Should
+// an exception leave the captured work first (a fail() deep in a pass), the destructor ends the
+// capture and drops what it recorded: the stream is no longer capturing, so the frees that run
+// while the exception unwinds succeed and the program prints the exception's own line, not "CUDA
+// error: operation not permitted when stream is capturing".
+class CaptureScope {
+  public:
+    explicit CaptureScope(bool recording) : recording_(recording) {
+        profiler().recording = false;
+        cudaCheck(cudaStreamBeginCapture(gpu_stream(), cudaStreamCaptureModeGlobal));
+    }
+    cudaGraph_t end() {
+        cudaGraph_t graph = nullptr;
+        open_ = false;
+        cudaCheck(cudaStreamEndCapture(gpu_stream(), &graph));
+        return graph;
+    }
+    ~CaptureScope() {
+        profiler().recording = recording_;
+        if (!open_) return;
+        cudaGraph_t dropped = nullptr;  // what the work recorded before it threw, never launched
+        if (cudaStreamEndCapture(gpu_stream(), &dropped) == cudaSuccess && dropped) cudaGraphDestroy(dropped);
+        cudaGetLastError();  // an invalidated capture's error: the exception in flight is the one to report
+    }
+    CaptureScope(const CaptureScope&) = delete;
+    CaptureScope& operator=(const CaptureScope&) = delete;
+
+  private:
+    bool recording_;    // the profiler's state before the capture, restored at its end
+    bool open_ = true;  // still capturing: end() not called
+};
+
 struct GraphCache {
     std::map<std::string, CapturedGraph> by_shape;
 
@@ -43,13 +76,11 @@ struct GraphCache {
         if (g.uses++ == 0) return work();
         const bool recording = profiler().recording;
         if (!g.exec) {
-            profiler().recording = false;
-            cudaCheck(cudaStreamBeginCapture(gpu_stream(), cudaStreamCaptureModeGlobal));
+            CaptureScope capture(recording);
             work();
-            cudaCheck(cudaStreamEndCapture(gpu_stream(), &g.graph));
+            g.graph = capture.end();
             cudaCheck(cudaGraphInstantiate(&g.exec, g.graph, 0));
             cudaCheck(cudaGraphGetNodes(g.graph, nullptr, &g.nodes));
-            profiler().recording = recording;
         }
         if (recording)
             profiler().begin("cudaGraphLaunch (" + shape + ": " + std::to_string(g.nodes) + " nodes)", 0, 0, 0,

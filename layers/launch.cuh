@@ -3,7 +3,7 @@
 // DYNAMIC_SHARED.
 #pragma once
 #include <cstddef>
-#include "gpu/cuda.cuh"      // dim3, the kernel keywords (or the emulation's), cudaGetLastError, GPU_EMULATED
+#include "gpu/cuda.cuh"      // dim3, the kernel keywords (or the emulation's), cudaGetLastError, cuda_fail, GPU_EMULATED
 #include "gpu/profile.h"     // profiler, LaunchCost, profiled_kernel_name: what --profile records
 #include "gpu/stream.cuh"    // gpu_stream: every launch goes on it
 #include "layers/device.cuh" // Device, buffers: what a launcher works on
@@ -30,7 +30,9 @@ inline void launch_kernel(LaunchCost cost, dim3 grid, dim3 block, size_t shared_
     kernel<<<grid, block, shared_bytes, gpu_stream()>>>(args...);
 #endif
     if (recording) profiler().end();
-    cudaCheck(cudaGetLastError());
+    // the launch's own error (its configuration), or with CUDA_LAUNCH_BLOCKING=1 its kernel's fault too
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) cuda_fail(err, "after the launch of " + profiled_kernel_name<kernel>());
 }
 
 template <auto kernel, typename... Args>

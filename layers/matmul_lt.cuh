@@ -170,6 +170,13 @@ inline MatmulLtPlan matmul_lt_plan(bool tf32, cublasLtEpilogue_t epilogue, cubla
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt.handle, plan.desc, plan.a, plan.b, plan.c, plan.c,
                                                                  pref, 1, &result, &returned);
     cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
+    // The heuristic's answers (cublasLt.h): CUBLAS_STATUS_NOT_SUPPORTED, no heuristic for this
+    // configuration, or SUCCESS with no result whose state is SUCCESS: no algorithm, and version 1
+    // runs the product. Any other status is fatal: the header gives INVALID_VALUE for a request the
+    // call got wrong (the emulation's, for descriptors that do not fit), a bug of this file that a
+    // fallback would hide behind version 1's right answer, as it would an allocation or internal
+    // failure of the library; cublasCheck names the status.
+    if (status != CUBLAS_STATUS_NOT_SUPPORTED) cublasCheck(status);
     plan.ok = status == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS;
     if (plan.ok) plan.algo = result.algo;
     return plan;

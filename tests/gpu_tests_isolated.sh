@@ -11,13 +11,16 @@
 #     its failing cases named; one that dies (a signal, a time limit, an exit before doctest's
 #     summary, as cudaCheck's) is CRASHED, named with the case doctest was in when it can tell, and
 #     then its cases run again one process each (--first=i --last=i), so that each gets its own line;
+#   - a family still running when --total's seconds run out did not finish: it is not a crash, its
+#     cases are not run again (no time is left), and it is counted apart (a slow tool is not a bug);
 #   - one line per part, the output of each part that did not pass, then a summary line.
 # --each S: each process's time limit (default 300); --total S: no process starts after S seconds
 # (default: none), each part's limit cut to what is left; --wrap: a command that runs each process,
 # its words split by the shell (compute-sanitizer --tool memcheck --error-exitcode 9); --logs DIR:
 # keep each part's output there (default: a temporary folder, removed at the end).
-# Exit status: 0 every case passed, 1 some case failed, crashed or did not run, 2 bad arguments or a
-# binary that cannot list its cases, 77 no case to run (every case skipped, as without a GPU).
+# Exit status: 0 every case passed, 1 some case failed or crashed, 3 none failed or crashed but some
+# did not run or finish in --total's seconds, 2 bad arguments or a binary that cannot list its
+# cases, 77 no case to run (every case skipped, as without a GPU).
 # tests/test_gpu_tests_isolated.sh checks it on a binary with a crash planted in one case.
 set -u
 usage() {
@@ -50,6 +53,8 @@ else logs=$(mktemp -d); trap 'rm -rf "$logs"' EXIT; fi
 tab=$(printf '\t')
 start=$(date +%s)
 
+# "1 case", "N cases"
+cases_of() { if [ "$1" = 1 ]; then echo "1 case"; else echo "$1 cases"; fi; }
 # the cases, in doctest's order (by file, then line): "FILE<tab>NAME" a line, XML's escapes undone
 if ! "$binary" --list-test-cases --reporters=xml ${filter:+"-tc=$filter"} > "$logs/list.xml" 2>&1; then
     echo "gpu_tests_isolated: $binary cannot list its test cases:" >&2
@@ -68,7 +73,7 @@ fi
 echo "gpu_tests_isolated: $(cases_of $cases) of $binary${filter:+ matching '$filter'}, in $(echo "$families" | wc -l)" \
      "families, a process each${wrap:+, under $wrap}"
 
-passed=0 failed="" crashed="" not_run=0
+passed=0 failed="" crashed="" not_run=0 unfinished=0
 # limit: each's limit, or what is left of --total when that is less (0: none left)
 limit() {
     if [ -z "$total" ]; then echo "$each"; return; fi
@@ -76,7 +81,8 @@ limit() {
     if [ $left -le 0 ]; then echo 0; elif [ $left -lt "$each" ]; then echo $left; else echo "$each"; fi
 }
 # part LOG ARGS...: the binary with ARGS (and the filter) in a process of its own, under the limit,
-# its output to LOG; sets rc and how (what ended it: "" for doctest's own end, else why it died)
+# its output to LOG; sets rc and how (what ended it: "" for doctest's own end, else why it died):
+# rc 125 when no time is left to start it, 126 when it ran out of what was left of --total
 part() {
     log=$1; shift
     LIMIT=$(limit)
@@ -84,7 +90,9 @@ part() {
     timeout -k 10 "$LIMIT" $wrap "$binary" --no-intro=true "$@" ${filter:+"-tc=$filter"} > "$log" 2>&1 < /dev/null
     rc=$?
     how=""
-    if [ $rc = 124 ] || [ $rc = 137 ]; then how="timed out after $LIMIT s"
+    if { [ $rc = 124 ] || [ $rc = 137 ]; } && [ "$LIMIT" -lt "$each" ]; then
+        rc=126 how="did not finish: the $total s ran out after $LIMIT s of it"
+    elif [ $rc = 124 ] || [ $rc = 137 ]; then how="timed out after $LIMIT s"
     elif [ $rc -gt 128 ]; then how="signal $(kill -l $rc 2>/dev/null || echo $((rc - 128)))"
     elif ! grep -q '^\[doctest\] Status:' "$log"; then how="exit $rc before doctest's summary"; fi
 }
@@ -96,8 +104,6 @@ show() {
     [ "$lines" -gt 100 ] && echo "    ... $((lines - 100)) more lines"
     echo "    --- end of its output ---"
 }
-# "1 case", "N cases"
-cases_of() { if [ "$1" = 1 ]; then echo "1 case"; else echo "$1 cases"; fi; }
 # the cases a finished part's output names as failing, each in quotes, one a line
 failing_cases() { sed -n 's/^TEST CASE:  \(.*\)$/"\1"/p' "$1" | awk '!seen[$0]++'; }
 # the case doctest was in when the process died (its crash report), in quotes, or nothing
@@ -114,6 +120,10 @@ for family in $families; do
     if [ $rc = 125 ]; then
         echo "NOT RUN  $family: $(cases_of $count), $how"
         not_run=$((not_run + count))
+    elif [ $rc = 126 ]; then
+        echo "DID NOT FINISH  $family: $(cases_of $count), $how"
+        show "$logs/$key.log"
+        unfinished=$((unfinished + count))
     elif [ -z "$how" ] && [ $rc = 0 ]; then
         echo "ok       $family: $(cases_of $count) ($(($(date +%s) - t0)) s)"
         passed=$((passed + count))
@@ -135,6 +145,7 @@ for family in $families; do
             i=$((i + 1))
             part "$logs/$key-$i.log" "-sf=$family" "--first=$i" "--last=$i"
             if [ $rc = 125 ]; then echo "  NOT RUN  \"$name\": $how"; not_run=$((not_run + 1))
+            elif [ $rc = 126 ]; then echo "  DID NOT FINISH  \"$name\": $how"; unfinished=$((unfinished + 1))
             elif [ -z "$how" ] && [ $rc = 0 ]; then echo "  ok       \"$name\""; passed=$((passed + 1))
             elif [ -z "$how" ]; then
                 echo "  FAILED   \"$name\" (exit $rc)"
@@ -152,6 +163,9 @@ done
 summary="$passed of $(cases_of $cases) passed"
 [ -n "$failed" ] && summary="$summary; FAILED: ${failed%; }"
 [ -n "$crashed" ] && summary="$summary; CRASHED: ${crashed%; }"
+[ $unfinished -gt 0 ] && summary="$summary; DID NOT FINISH: $unfinished"
 [ $not_run -gt 0 ] && summary="$summary; NOT RUN: $not_run"
 echo "gpu_tests_isolated: $summary ($(($(date +%s) - start)) s)"
-[ "$passed" = "$cases" ]
+if [ "$passed" = "$cases" ]; then exit 0
+elif [ -z "$failed$crashed" ]; then exit 3
+else exit 1; fi

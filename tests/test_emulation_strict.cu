@@ -2,9 +2,14 @@
 // emu/memory_calls.h): the host cannot touch device memory, queued work runs only when the host
 // waits, a pinned buffer refilled before its copy ran is reported, errors of queued work surface
 // at the wait, and a capture keeps its records apart from the queue and refuses the legacy
-// stream. A host access stops the program, so those cases run in a child process.
+// stream. And the program's lines where the GPU stops it: a kernel's fault (CUDA_LAUNCH_BLOCKING),
+// an exception inside a captured pass (gpu/graph.cuh's CaptureScope). A host access and a CUDA
+// error stop the program, so those cases run in a child process.
 #include <signal.h>
 #include <unistd.h>
+#include <sstream>
+#include "gpu/graph.cuh"     // GraphCache: a pass captured at its second use
+#include "layers/errors.h"   // fail, InputError: the exception a captured pass throws
 #include "test_util.h"
 
 #ifndef MASKPRIOR_CUDA_EMULATION
@@ -180,6 +185,65 @@ TEST_CASE("emulation: an error found while queued work runs surfaces at the next
     cudaCheck(cudaStreamSynchronize(gpu_stream()));  // read: the next wait is clean
     cudaCheck(cudaFree(in));
     cudaCheck(cudaFree(out));
+}
+
+TEST_CASE("emulation: a kernel's fault stops the program at the next check with a line that names CUDA_LAUNCH_BLOCKING, "
+          "and with CUDA_LAUNCH_BLOCKING=1 after the kernel's own launch, naming the kernel") {
+    auto fault = [] {
+        float* in = device_floats(100);
+        float* out = device_floats(100);
+        launch_kernel<overrun_kernel>(1, 128, 0, out, in, 100);  // the launch's own checks pass
+        cudaCheck(cudaStreamSynchronize(gpu_stream()));           // the next check: this file's line
+    };
+    auto last_line = [](const std::string& err) {  // the program's, after the emulation's report of the write
+        std::istringstream text(err);
+        std::string line, last;
+        while (std::getline(text, line)) last = line.empty() ? last : line;
+        return last;
+    };
+    const ChildEnd later = in_child([&] {
+        unsetenv("CUDA_LAUNCH_BLOCKING");
+        fault();
+    });
+    CHECK(later.exit_code == 1);
+    const std::string at_check = last_line(later.err);
+    CHECK(at_check.rfind(std::string("maskprior: CUDA error at ") + __FILE__ + ":", 0) == 0);
+    CHECK(at_check.find(": an illegal memory access was encountered (a kernel's fault is reported at the next check, "
+                        "which may be a later call's: CUDA_LAUNCH_BLOCKING=1 runs it again with the fault reported at "
+                        "its launch)") != std::string::npos);
+    const ChildEnd at_launch = in_child([&] {
+        setenv("CUDA_LAUNCH_BLOCKING", "1", 1);
+        fault();
+    });
+    CHECK(at_launch.exit_code == 1);
+    const std::string line = last_line(at_launch.err);
+    CHECK(line.rfind("maskprior: CUDA error after the launch of ", 0) == 0);
+    CHECK(line.find("overrun_kernel: an illegal memory access was encountered (CUDA_LAUNCH_BLOCKING=1: each launch "
+                    "waited for its kernel, so a kernel's fault is reported after its own launch)") != std::string::npos);
+}
+
+TEST_CASE("emulation: an exception thrown inside a captured pass ends the capture, so the frees that run as it unwinds "
+          "succeed and the program prints the exception's own line") {
+    const ChildEnd end = in_child([] {
+        try {
+            float* buffer = device_floats(4);
+            struct FreedOnUnwind {  // as ModelOwner frees the model while an exception unwinds
+                float* p;
+                ~FreedOnUnwind() { cudaCheck(cudaFree(p)); }
+            } freed{buffer};
+            GraphCache graphs;
+            for (int use = 0; use < 2; use++)  // the first use runs call by call, the second is captured
+                graphs.run("pass", [&] {
+                    launch_kernel<fill_kernel>(1, 4, 0, buffer, 1.0f, 4);
+                    if (use == 1) fail("the real error, thrown inside the capture");
+                });
+        } catch (const InputError& e) {  // as main() reports it
+            fprintf(stderr, "maskprior: error: %s\n", e.what());
+            _exit(2);
+        }
+    });
+    CHECK(end.exit_code == 2);
+    CHECK(end.err == "maskprior: error: the real error, thrown inside the capture\n");
 }
 
 TEST_CASE("emulation: a capture keeps its records apart from the queue, and work on the legacy stream invalidates it") {

@@ -496,11 +496,13 @@ TEST_CASE("a cuBLASLt refusal first met inside a graph capture: version 1's call
 }
 
 TEST_CASE("MASKPRIOR_EMU_CUBLASLT: a --matmul-kernel 2 run that cuBLASLt turns down writes the log and checkpoint "
-          "of --matmul-kernel 1, each product's note once; a bad value stops it with one line") {
+          "of --matmul-kernel 1, each product's note once; a heuristic's INVALID_VALUE stops it with the status's name, and "
+          "a bad value with one line") {
     emu::LtRefusal parsed = emu::LtRefusal::not_supported;  // each parse below changes it
     CHECK((emu::parse_lt_refusal("ok", &parsed) && parsed == emu::LtRefusal::none));
     CHECK((emu::parse_lt_refusal("no-algorithm", &parsed) && parsed == emu::LtRefusal::no_algorithm));
     CHECK((emu::parse_lt_refusal("not-supported", &parsed) && parsed == emu::LtRefusal::not_supported));
+    CHECK((emu::parse_lt_refusal("invalid-value", &parsed) && parsed == emu::LtRefusal::invalid_value));
     for (const char* bad : {"", "OK", "none", "not_supported", "no-algorithm "})
         CHECK_FALSE(emu::parse_lt_refusal(bad, &parsed));
     // add3 (MLP 16, a multiple of 8: the fused GELU products too), two evaluations of greedy decoding
@@ -525,10 +527,19 @@ TEST_CASE("MASKPRIOR_EMU_CUBLASLT: a --matmul-kernel 2 run that cuBLASLt turns d
         expect_notes(lines, r.why);
         CHECK(lines.size() >= 4);  // at least the forward, the bias + GELU, and the backward's two products
     }
+    // a heuristic's INVALID_VALUE is a bug, not a refusal: the run stops, naming the status in the library's words
+    CommandResult invalid = run_command("MASKPRIOR_EMU_CUBLASLT=invalid-value " + run + "--matmul-kernel 2 --out " +
+                                        dir + "invalid", true);
+    CHECK(invalid.exit_code == 1);
+    CHECK(invalid.out.rfind("maskprior: cuBLAS error at ", 0) == 0);
+    CHECK(invalid.out.find("layers/matmul_lt.cuh:") != std::string::npos);
+    CHECK(invalid.out.find(": CUBLAS_STATUS_INVALID_VALUE (an unsupported value or parameter was passed to the "
+                           "function)\n") != std::string::npos);
     CommandResult bad = run_command("MASKPRIOR_EMU_CUBLASLT=sometimes " + run + "--matmul-kernel 2 --out " + dir +
                                     "bad", true);
     CHECK(bad.exit_code == 2);
-    CHECK(bad.out == "CUDA emulation: MASKPRIOR_EMU_CUBLASLT=sometimes: expected ok, no-algorithm or not-supported\n");
+    CHECK(bad.out == "CUDA emulation: MASKPRIOR_EMU_CUBLASLT=sometimes: expected ok, no-algorithm, not-supported or "
+                     "invalid-value\n");
 }
 
 TEST_CASE("tools/bench.py stops a --matmul-kernel 2 timing at the note that version 1 ran a product, and times "

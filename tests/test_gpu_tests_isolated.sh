@@ -5,7 +5,8 @@
 # one that raises SIGSEGV, one that fails an assertion, one that exits in the middle as cudaCheck does
 # on a sticky CUDA error, one that hangs, and one that passes after them. The runner must report the
 # passing ones ok, name the crashed, failed and hung ones, and exit 1; report a family that fails
-# without crashing by its failing case; exit 0 when every case passes and 77 when none matches. Then,
+# without crashing by its failing case; a family cut by --total as not finished (exit 3); exit 0
+# when every case passes and 77 when none matches. Then,
 # when tests/emulated_tests is built, the same runner on two of its files, a process each, and again
 # with a bad MASKPRIOR_EMU_CUBLASLT, which ends matmul version 2's case in the middle: the other file
 # must pass, and the case be named. Exit 0 when all hold.
@@ -72,6 +73,13 @@ sh tests/gpu_tests_isolated.sh "$tmp/fixture" "*fails*,passes*" > "$tmp/failed.o
 expect_rc "a case failed" $? 1
 expect "the failing case named" "FAILED   planted.h (exit 1): 1 of 3 cases failed: \"fails an assertion\"" \
     "$tmp/failed.out"
+
+echo "== a family still running when --total's seconds run out: not a crash, and not run again"
+sh tests/gpu_tests_isolated.sh --each 30 --total 4 "$tmp/fixture" "hangs,passes*" > "$tmp/total.out" 2>&1
+expect_rc "nothing failed, something did not finish" $? 3
+expect "the hang did not finish" "DID NOT FINISH  planted.h: 3 cases, did not finish: the 4 s ran out after" \
+    "$tmp/total.out"
+expect "the summary" "gpu_tests_isolated: 2 of 5 cases passed; DID NOT FINISH: 3 (" "$tmp/total.out"
 
 echo "== every case passing, and none matching"
 sh tests/gpu_tests_isolated.sh "$tmp/fixture" "passes*" > "$tmp/passed.out" 2>&1

@@ -2,8 +2,10 @@
 torch.compile's reduce-overhead mode, at two model sizes, one table each.
 
     python3 tools/bench_gpu.py                    # both sizes (time: below)
-    python3 tools/bench_gpu.py --paper            # the paper size only: make gpu-check, step 4
-    python3 tools/bench_gpu.py --small            # the make-run size only: make gpu-check-full, step 5
+    python3 tools/bench_gpu.py --quick            # both sizes, the mask variant, three maskprior rows:
+                                                  # make gpu-check's speed stage (tests/gpu_check.py)
+    python3 tools/bench_gpu.py --paper            # the paper size only
+    python3 tools/bench_gpu.py --small            # the make-run size only
     /usr/bin/python3 tools/bench_gpu.py --device cpu --small   # a check of the script, no GPU
     python3 tools/bench_gpu.py --attention        # the attention layer alone against PyTorch eager,
                                                   # torch.compile and FlexAttention (tools/bench_attention.py)
@@ -55,10 +57,14 @@ Method (tools/bench.py's helpers)
 - Rates are medians over the windows. Each size's table is printed when its rows are done; the
   last line is the summary that gpu_check.sh puts in its table: per size and variant, the
   fastest maskprior row, its ms/step and its speed over eager, compile and reduce-overhead.
+- --quick, the one GPU call's speed stage: both sizes, the mask variant alone (the method's
+  step), and three of maskprior's rows: the default kernels, the faster ones, and the faster ones
+  with --cuda-graph and --matmul-kernel 2; PyTorch's three rows as above.
 - Time, an estimate (not yet timed on a GPU) from the first GPU session's paper-size steps
   (59 ms maskprior, 18 ms eager) and COMPILE_CAP: about 3 minutes for both sizes, 2 for
   --paper, 1 for --small; up to about 6 (--paper: 3.5, --small: 2.5) when every compile, four
-  a size, runs to COMPILE_CAP.
+  a size, runs to COMPILE_CAP. --quick: about 1.5 minutes, up to 2.5 when its four compiles
+  run to COMPILE_CAP.
 """
 import argparse
 import os
@@ -84,6 +90,7 @@ OURS = [("maskprior", "default", ()),
         ("maskprior, --cuda-graph", "graph", GRAPH),
         ("maskprior, --matmul-kernel 2", "matmul 2", MATMUL2),
         ("maskprior, faster + graph + matmul 2", "faster + graph + matmul 2", FASTEST + GRAPH + MATMUL2)]
+QUICK_ROWS = (0, 1, 4)  # --quick's rows of OURS: default, faster, faster + graph + matmul 2
 PEERS = ("eager", "compile", "reduce-overhead")  # PyTorch's rows, by summary word
 VARIANTS = {"none": "default", "layer": "mask"}  # torch_reference's mask kind: maskprior's --init
 NAME_WIDTH = 48  # the implementation column
@@ -128,13 +135,15 @@ def compiled_rate(make_step, seconds, warmup_s, sync, label):
     return statistics.median(rates), "%s (%.0f s to compile)" % (label, compile_s)
 
 
-def measure(m, device, seconds, warmup_s, log_every, sync):
-    """One size's rows: {variant: [(name, summary word, steps/s or None)]}, maskprior's first (OURS
-    order), then PyTorch's (PEERS order); the first line of maskprior's first run (its device); and
-    the maskprior rows that fell back to matmul version 1: [(row, its first note)]."""
-    rows, first, fell_back = {v: [] for v in VARIANTS}, "", []
-    for name, word, flags in OURS if device == "cuda" else OURS[:1]:  # the CPU has no other kernels
-        for v, init in VARIANTS.items():
+def measure(m, device, seconds, warmup_s, log_every, sync, variants, ours):
+    """One size's rows: {variant: [(name, summary word, steps/s or None)]} for the `variants` (keys
+    of VARIANTS), maskprior's first (the rows `ours`, of OURS), then PyTorch's (PEERS order); the
+    first line of maskprior's first run (its device); and the maskprior rows that fell back to
+    matmul version 1: [(row, its first note)]."""
+    rows, first, fell_back = {v: [] for v in variants}, "", []
+    for name, word, flags in ours if device == "cuda" else ours[:1]:  # the CPU has no other kernels
+        for v in variants:
+            init = VARIANTS[v]
             try:
                 rate, line = maskprior_rate(m, init, device, seconds, log_every, flags)
                 rows[v].append((name, word, rate))
@@ -147,13 +156,13 @@ def measure(m, device, seconds, warmup_s, log_every, sync):
 
     def make_step(variant, compile=False):
         return bench.torch_step("2parity", dict(cfg, mask=variant), m["batch"], m["lr"], WD, device, compile)
-    for v in VARIANTS:
+    for v in variants:
         rates, _ = bench.time_windows(make_step(v), seconds, warmup_s, sync=sync)
         rows[v].append(("PyTorch eager", "eager", statistics.median(rates)))
     # after every eager row: a compile cut short may leave workers behind
     for label, word, mode in (("torch.compile", "compile", True),
                               ("torch.compile reduce-overhead", "reduce-overhead", "reduce-overhead")):
-        for v in VARIANTS:
+        for v in variants:
             if mode == "reduce-overhead" and device == "cpu":
                 rate, name = None, label + ": skipped, its CUDA graphs need a GPU"
             else:
@@ -168,7 +177,7 @@ def print_table(size, m, device, rows):
                                    m["mlp"], device))
     bar = "+---------+%s+---------+---------+-------------+" % ("-" * (NAME_WIDTH + 2))
     print(bar + "\n| mask    | %-*s | steps/s | ms/step | ours / this |\n" % (NAME_WIDTH, "implementation") + bar)
-    for v in VARIANTS:
+    for v in rows:
         reference = rows[v][0][2]  # maskprior with the default kernels
         for name, _, rate in rows[v]:
             if rate is None:
@@ -183,7 +192,7 @@ def fastest_summary(rows):
     """Per variant: maskprior's fastest row, its ms/step, and its speed over each of PyTorch's rows."""
     ours_words = [word for _, word, _ in OURS]
     parts = []
-    for v in VARIANTS:
+    for v in rows:
         _, word, rate = max((row for row in rows[v] if row[1] in ours_words and row[2]), key=lambda row: row[2])
         rate_of = {w: r for _, w, r in rows[v]}
         ratios = ["%.2fx %s" % (rate / rate_of[w], w) if rate_of.get(w) else w + " n/a" for w in PEERS]
@@ -197,12 +206,16 @@ def main():
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--small", action="store_true", help="only the make-run size (short windows)")
     ap.add_argument("--paper", action="store_true", help="only the paper size")
+    ap.add_argument("--quick", action="store_true",
+                    help="both sizes, the mask variant, maskprior's default, faster and all-three rows")
     ap.add_argument("--attention", action="store_true", help="the attention layer alone (tools/bench_attention.py)")
     opt = ap.parse_args()
     if opt.attention:
         import bench_attention
         return bench_attention.main(["--device", opt.device] + (["--small"] if opt.small else []))
     sizes = ["make-run"] if opt.small else ["paper"] if opt.paper else ["paper", "make-run"]
+    variants = ["layer"] if opt.quick else list(VARIANTS)
+    ours = [OURS[i] for i in QUICK_ROWS] if opt.quick else OURS
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     sync = torch.cuda.synchronize if opt.device == "cuda" else (lambda: None)
@@ -212,7 +225,7 @@ def main():
     summaries, first, failures = [], "", []
     for size in sizes:
         m, seconds, warmup_s, log_every = SIZES[size]
-        rows, first, fell_back = measure(m, opt.device, seconds, warmup_s, log_every, sync)
+        rows, first, fell_back = measure(m, opt.device, seconds, warmup_s, log_every, sync, variants, ours)
         print_table(size, m, opt.device, rows)  # now, so that a run stopped later still shows it
         summaries.append("%s size, %s" % (size, fastest_summary(rows)))
         failures += [("%s size, %s" % (size, row), note) for row, note in fell_back]
