@@ -1,7 +1,8 @@
 # maskprior: one binary, built by nvcc with cuBLAS; it trains on the GPU when there is one
 # and on the CPU otherwise. Where there is no nvcc, the host compiler builds the same program
 # without CUDA, which trains on the CPU. The targets that run something (run, test, check, the
-# tables, bench, fuzz, ...) install the Debian packages they need first (tools/install-deps.sh);
+# tables, bench, fuzz, ...) install the Debian packages they need first (tools/install-deps.sh;
+# in a build without CUDA, Boost.Context with them);
 # the builds (make, make CUDA=0, make maskprior-emulated, make dev, ...), make test-large and
 # make gpu-check, which runs where nothing can be fetched, install none.
 #   make            build ./maskprior
@@ -19,7 +20,7 @@
 #                   catch, the same run's bytes from two vector widths, the kernel exercise
 #                   failing on its blank and passing on its solution, runs killed and continued,
 #                   every parser's fuzzer for a few seconds, the schedulers, gpu-check's way of
-#                   running the GPU tests on a planted crash (CI runs this)
+#                   running the GPU tests on a planted crash, gpu-check rehearsed (CI runs this)
 #   make check-arm64  the program and the unit tests cross-built for ARM64 and run under qemu-user,
 #                   their runs' bytes compared with this machine's (not in CI)
 #   make HOST_MARCH=x86-64-v3  the host code for any AVX2 CPU (default native; armv8-a for ARM64)
@@ -31,6 +32,9 @@
 #   make test-emulated  the GPU tests alone, on the emulation
 #   make table-boolean  the Boolean table: 3 tasks x 5 variants x 3 seeds, 45 runs (BOOLEAN_ARGS="--paper
 #                   --seeds 5"); SCHEDULER=list before any table (or make run) prints its runs instead
+#   make table-boolean-targets  Boolean targets the paper did not run (--task boolean): 7 targets, each with
+#                   4 variants and 3 seeds, and cyclic3's mask with its own G and with the G read off
+#                   its target: 90 runs (BOOLEAN_TARGETS_ARGS="--seeds N")
 #   make sweep-2parity  which settings make 2parity extrapolate, and which do not: 22 settings, 66 runs
 #   make table-arithmetic  add3 and mul2 with little data: 8 fractions x 4 inits x 3 seeds, 96 runs
 #                   (ARITHMETIC_ARGS="--paper --seeds N")
@@ -51,12 +55,13 @@
 #                   at 20 random moments each, each continued with --continue, must end bit-identical
 #                   to an uninterrupted run
 #   make test-large the logits' kernels past 2^31 floats (a GPU with ~18 GB; also in gpu-check-full)
-#   make gpu-check  on a GPU, at most 6 minutes: a short run of each task family, the GPU tests at every
-#                   kernel version and the kernel tests under compute-sanitizer's four tools (a process
-#                   per test file, so that a crash ends only its own), the kernel lab, the paper-size
-#                   model profiled with the default and the fastest kernels, the PyTorch timing; then
-#                   which defaults to switch. make gpu-check-full: the paper-size runs and the whole
-#                   suite (docs/gpu.md)
+#   make gpu-check  on a GPU, step limits summing to at most 8 minutes, checked before it starts: the
+#                   correctness stage (a short run of each task family, the GPU tests at every kernel
+#                   version, a process per test file, make run's model GPU vs CPU), the speed stage
+#                   against PyTorch, the kernel lab and the profiles, compute-sanitizer's four tools;
+#                   then which defaults to switch. GPU_CHECK_RETURN=DIR keeps what a device call brings
+#                   back, rewritten after every step. make gpu-check-full: the paper-size runs, 9 minutes.
+#                   make gpu-check-rehearsal: the same plan here, on the emulation (docs/gpu.md)
 #   make ptxas-report  every kernel's registers, stack and spills from ptxas, in dev/ptxas-report.txt
 #   make dev        the kernel lab (dev/): every version of a kernel checked and timed; make dev-emulated
 #                   the same programs on the CPU emulation (correctness only)
@@ -117,6 +122,8 @@ SEEDS     ?= 1 2 3 4 5
 OPTIMIZER ?= adam
 # make table-boolean: --paper (GOTU's model size, for a GPU) and/or --seeds N
 BOOLEAN_ARGS ?=
+# make table-boolean-targets: --seeds N
+BOOLEAN_TARGETS_ARGS ?=
 # make table-arithmetic: --paper (Lee et al.'s model size, for a GPU) and/or --seeds N
 ARITHMETIC_ARGS ?=
 # make table-vision: --paper (ViT-Tiny, for a GPU), --seeds N, --epochs E
@@ -192,13 +199,13 @@ EXERCISE    ?= dev/exercises/attention_backward_exercise.cuh
 FUZZ_CXX   ?= clang++
 FUZZ_FLAGS  = -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=all -Wall -MMD -MP $(INCLUDES)
-FUZZ_NAMES  = safetensors structure arithmetic idx cifar image token_file vocabulary
+FUZZ_NAMES  = safetensors structure arithmetic idx cifar image token_file vocabulary target
 FUZZ_BINS   = $(FUZZ_NAMES:%=tests/fuzz/bin/fuzz_%)
 FUZZ_ARGS  ?= --runs 1000000
 
-.PHONY: all run test check check-arm64 test-emulated table-boolean table-arithmetic table-vision table-lm \
+.PHONY: all run test check check-arm64 test-emulated table-boolean table-boolean-targets table-arithmetic table-vision table-lm \
         table-prior-robustness test-large sweep-2parity \
-        gpu-check gpu-check-full gpu-include ptxas-report bench deps-run deps-test deps-check deps-tables deps-bench deps-arm64 clean test-sanitize test-faults \
+        gpu-check gpu-check-full gpu-check-rehearsal gpu-include ptxas-report bench deps-run deps-test deps-check deps-tables deps-bench deps-arm64 clean test-sanitize test-faults \
         fuzz fuzz-smoke dev dev-emulated exercise
 
 all: maskprior
@@ -266,9 +273,11 @@ test-sanitize: deps-test maskprior-sanitize tests/unit_tests_sanitize
 test-faults: deps-test maskprior
 	@sh tests/test_faults.sh --timed 20
 
-# the Debian packages of each set (tools/install-deps.sh says what each holds)
+# the Debian packages of each set (tools/install-deps.sh says what each holds), with clang's when
+# the host compiler is clang++, and Boost.Context when the build is without CUDA (it compiles in the
+# emulation, emu/, whose fibers are Boost.Context's; the nvcc build needs no Boost)
 deps-run deps-test deps-check deps-tables deps-bench deps-arm64:
-	@sh tools/install-deps.sh $(@:deps-%=%) $(if $(findstring clang,$(CXX)),clang)
+	@sh tools/install-deps.sh $(@:deps-%=%) $(if $(findstring clang,$(CXX)),clang) $(if $(filter 0,$(CUDA)),without-cuda)
 
 run: deps-run maskprior
 	@SEEDS="$(SEEDS)" OPTIMIZER=$(OPTIMIZER) sh experiments/headline.sh $(TASK)
@@ -324,6 +333,9 @@ exercise: deps-test
 table-boolean: deps-tables maskprior
 	@sh experiments/boolean_table.sh $(BOOLEAN_ARGS)
 
+table-boolean-targets: deps-tables maskprior
+	@sh experiments/boolean_targets_table.sh $(BOOLEAN_TARGETS_ARGS)
+
 table-arithmetic: deps-tables maskprior
 	@sh experiments/arithmetic_table.sh $(ARITHMETIC_ARGS)
 
@@ -339,11 +351,16 @@ table-prior-robustness: deps-tables maskprior
 sweep-2parity: deps-tables maskprior
 	@sh experiments/sweep_2parity.sh
 
+# on the GPU machine (tests/gpu_check.py, docs/gpu.md): python3 there is the one with PyTorch
 gpu-check:
-	@sh tests/gpu_check.sh
+	@python3 tests/gpu_check.py
 
 gpu-check-full:
-	@sh tests/gpu_check.sh --full
+	@python3 tests/gpu_check.py --full
+
+# the same plan flown here without a GPU, on the emulation and stand-ins (make check runs it)
+gpu-check-rehearsal: deps-test maskprior tests/unit_tests maskprior-emulated tests/emulated_tests $(DEV_EMULATED)
+	@sh tests/test_gpu_check.sh
 
 # Every kernel of main.cu compiled for sm_90 under ptxas -v: registers, stack frame, spill stores and
 # loads, static shared memory, a line each, in dev/ptxas-report.txt with the nvcc version and the date

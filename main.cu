@@ -22,7 +22,10 @@
 static int train(const Options& opt, const std::string& command) {
     RunKeeper keeper(opt);  // the run folder, locked and checked writable before anything loads
 
-    // the task, the model, its prior G and its initialisation (the mask from G, or Wq Wk, ...)
+    // the task, the model, its prior G (the task's structure(), or a --mask-structure file) and its
+    // initialisation: initialise (run/setup.cuh) applies the --init's line of INITS
+    // (prior/inits.cuh), where the mask init's apply_mask sets M = ±c from G
+    // (init_mask_from_structure, prior/init.cuh) and the QK inits fit Wq, Wk to it
     const std::unique_ptr<Task> task = make_task(opt);
     Model model;
     ModelOwner owner{model};  // frees the buffers however train() ends
@@ -33,7 +36,9 @@ static int train(const Options& opt, const std::string& command) {
     const int64_t start_step = keeper.start(model, steps);  // 0, or a continued run's checkpoint's step
     if (keeper.recovered_finished_run()) return 0;
 
-    // the data: the seeded order of the training examples, the loss's positions, one batch's room
+    // the data: the order of the training examples (each epoch a permutation drawn from the seed and
+    // the epoch's number, so the run's k-th example depends on (seed, k) alone: tasks/task.h), the
+    // loss's positions, and one batch's buffers (run/setup.cuh), shaped once and refilled every step
     EpochOrder order(opt.seed, task->train_size());
     const std::vector<float> positions = loss_positions(*task, opt.loss_on);  // (T), or empty
     Batch batch = training_batch_room(opt, *task, positions);
@@ -41,7 +46,9 @@ static int train(const Options& opt, const std::string& command) {
     keeper.begin(model, *task);
 
     // the training loop: evaluate at step 0 (with the first batch's gradients), then each step's
-    // batch, its forward and backward passes and AdamW update, and an evaluation every eval_every
+    // batch, its forward and backward passes and AdamW update, and an evaluation every eval_every.
+    // init.reference is the step-0 weights and first-attention inputs, which the persistence
+    // metrics (mask_drift, qk_cosine: prior/persistence.cuh) compare the model with
     Evaluation ev;
     if (start_step == 0) {
         ev = evaluate_before_training(model, *task, order, batch, G, init.reference, positions);

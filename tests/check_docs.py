@@ -19,16 +19,15 @@ docs/*.md and every markdown file git tracks under --root (default: the folder a
   counts a count of a table's runs (3 seeds, 45 runs, 3 tasks x 5 variants x 3 seeds) on a line
          that names the table's command must be what its script lists under SCHEDULER=list
          (tests/table_counts.py says which counts and how they are read).
-
+  figures the numbers README.md's "Results in brief" quotes (tests/quoted_figures.py says where).
 Without FILEs it also checks the reverse: every flag `--help` prints is named in
 docs/command-line.md, every make target the Makefile's header names is named in a document, and
 the header's counts are those of its tables' runs.
 
 A FILE outside ROOT is read as if it sat at ROOT's top (test_docs.sh's copy of README.md). One
 line per problem, FILE:LINE: <what> is named but <why> (the reverse: <what> is in <where>, but
-...), then a count. Exit 0: no problem; 1:
-problems; 2: no binary to ask for its flags, or a bad command line. Standard library only; it
-never runs make (the Makefile's $(shell ...) writes .build-settings: the next build would rebuild).
+...), then a count. Exit 0: no problem; 1: problems; 2: no binary to ask for its flags, or a bad
+command line. Standard library only; it never runs make (its $(shell ...) writes .build-settings).
 """
 import argparse
 import functools
@@ -39,6 +38,7 @@ import re
 import subprocess
 import sys
 
+import quoted_figures
 import table_counts
 
 # Flags of programs that are not the project's, which the documents use: keep it to those.
@@ -285,7 +285,7 @@ class Checker:
         self.found = []  # (line, problem) of the document being checked
         self.named_targets = set()  # the make targets the documents checked so far name
         self.binary_shown = binary_shown
-        self.counts = dict.fromkeys(("paths", "anchors", "targets", "variables", "flags", "counts"), 0)
+        self.counts = dict.fromkeys(("paths", "anchors", "targets", "variables", "flags", "counts", "figures"), 0)
         self.maskprior_flags = help_flags(binary)
         self.maskprior_whose = "%s --help" % binary_shown
         self.any_whose = ("%s --help, in what a script or program of the project takes, nor in the table of "
@@ -583,15 +583,15 @@ def main(argv):
     shown = "./maskprior" if os.path.abspath(binary) == os.path.join(root, "maskprior") else binary
     checker = Checker(Tree(root), binary, shown)
     docs = documents(checker, opts.files)
-    problems = [text for d in docs for text in checker.check_document(d)]
+    problems = [text for d in docs for text in checker.check_document(d) + quoted_figures.check(d, checker, slug)]
     if not opts.files:
         problems += checker.check_reverse()
     for text in problems:
         print(text)
     c, n = checker.counts, len(problems)
-    print("check_docs: %d file%s: %d paths (%d anchors), %d make targets (%d variables), %d flags, %d counts checked; "
-          "%s" % (len(docs), "" if len(docs) == 1 else "s", c["paths"], c["anchors"], c["targets"], c["variables"],
-                  c["flags"], c["counts"], "%d problem%s" % (n, "" if n == 1 else "s") if n else "no problems"))
+    print("check_docs: %d file%s: %d paths (%d anchors), %d make targets (%d variables), %d flags, %d counts, %d figures "
+          "checked; %s" % (len(docs), "" if len(docs) == 1 else "s", *c.values(),
+                           "%d problem%s" % (n, "" if n == 1 else "s") if n else "no problems"))
     return 1 if n else 0
 
 

@@ -7,8 +7,9 @@
 #       its GPU cases skip themselves without a GPU), the GPU tests on the CPU emulation of CUDA
 #       (tests/emulated_tests, a block's threads in index order; all but the 400-step run), the
 #       kernel lab's programs on the emulation (dev/), the plot script's and prepare_text.py's
-#       tests, the documents' names and counts (tests/test_docs.sh), and that
-#       dev/ptxas-report.txt names every kernel main.cu's build compiles (tests/test_ptxas_report.sh)
+#       tests, the documents' names and counts (tests/test_docs.sh), that
+#       dev/ptxas-report.txt names every kernel main.cu's build compiles (tests/test_ptxas_report.sh),
+#       and that each package set installs what the builds of its targets read (tests/test_packages.sh)
 #   make check (--check): all of that, then the emulated GPU tests in a seeded shuffled order,
 #       the 400-step emulated GPU run that must learn, the emulated GPU tests in reverse order under
 #       AddressSanitizer and UndefinedBehaviorSanitizer (tests/emulated_tests_asan), the
@@ -21,7 +22,8 @@
 #       ./maskprior-sanitize (tests/sanitize.sh --quick), every parser's fuzzer for a few seconds
 #       (tests/fuzz/smoke.sh), the table scripts' schedulers (tests/test_scheduler.sh), the way
 #       make gpu-check runs the GPU cases, a process per test file, on a doctest program with a
-#       planted crash (tests/test_gpu_tests_isolated.sh), tools/export.py into nanoGPT's GPT
+#       planted crash (tests/test_gpu_tests_isolated.sh), make gpu-check flown without a GPU on the
+#       emulation and stand-ins (tests/test_gpu_check.sh), tools/export.py into nanoGPT's GPT
 #       (tests/test_export.sh nanogpt), and, with packages from the Python registry
 #       (tests/python_venv.sh: skipped without it), the official safetensors reader on every kind
 #       of file maskprior writes (tests/test_safetensors_official.sh) and tools/export.py into
@@ -101,6 +103,8 @@ test_lane_b() {
         sh tests/test_docs.sh
     part "the ptxas report names every kernel the build compiles (tests/test_ptxas_report.sh)" 30 program \
         sh tests/test_ptxas_report.sh
+    part "each package set covers its targets' builds, and a package taken out is caught (tests/test_packages.sh)" 30 \
+        program sh tests/test_packages.sh
 }
 
 check_lane_a() {
@@ -122,6 +126,8 @@ check_lane_a() {
         sh tests/test_scheduler.sh
     part "tools/export.py into nanoGPT's GPT: the checkpoint's loss (tests/test_export.sh nanogpt)" 30 program \
         sh tests/test_export.sh nanogpt
+    part "make gpu-check rehearsed without a GPU: its plan, stages, return folder, stops (tests/test_gpu_check.sh)" \
+        150 program sh tests/test_gpu_check.sh
 }
 
 check_lane_b() {

@@ -4,8 +4,9 @@
 # counts of runs the tables' scripts make (tests/check_docs.py); and the checker catches a stale
 # name: a copy of README.md, checked against this tree, gets one planted at a time (a missing
 # path, a missing make target, a flag the program does not have, in prose code spans, indented
-# and fenced code blocks; a wrong count of a table's seeds), and a binary whose --help prints
-# one flag more is checked against the real documents; the checker must fail on each and name it.
+# and fenced code blocks; a wrong count of a table's seeds; a figure of "Results in brief" that
+# docs/results.md does not give), and a binary whose --help prints one flag more is checked
+# against the real documents; the checker must fail on each and name it.
 # Exit 0 when the real documents pass and every plant is caught, 1 otherwise, 77 (skip) when
 # there is no binary to ask for its flags (MASKPRIOR_BINARY, default ./maskprior: build it with make).
 # shellcheck disable=SC2016  # the plants' backquotes are markdown's, not command substitutions
@@ -59,6 +60,20 @@ plant "a path that does not exist, in a fenced block" "path tests/no_such_test.s
     "$(printf '```sh\nsh tests/no_such_test.sh --quick\n```')"
 plant "a wrong count of a table's runs" "count 2 seeds" \
     '    make table-boolean          # 3 tasks x 5 variants x 2 seeds'
+
+# a figure of the README's "Results in brief" that the section it links does not give: the vision
+# table's older +2.1, which the README once kept after docs/results.md had moved to +1.75
+sed 's/(+1\.75 points)/(+2.1 points)/' README.md > "$work/README.md"
+"$python" tests/check_docs.py --root "$root" "$work/README.md" > "$work/plant.out" 2>&1
+rc=$?
+caught=$(grep -F -- "figure 2.1 is named but" "$work/plant.out" | grep -F -- "$work/README.md:")
+if [ "$rc" = 1 ] && [ -n "$caught" ]; then
+    echo "docs check: planted a stale figure in Results in brief: caught: ${caught#"$work/"}"
+else
+    echo "docs check: FAILED: a stale figure in Results in brief (+2.1) was not caught (exit $rc):"
+    sed 's/^/    /' "$work/plant.out"
+    failed=1
+fi
 
 # a flag no document names: the binary's --help with one more line
 {
