@@ -68,7 +68,7 @@
 #   make exercise   the kernel exercise (dev/exercises/): the attention backward and dM kernels of
 #                   EXERCISE (default: the blank, which fails) checked against the CPU on the emulation
 #   make bench      CPU speed against PyTorch eager (the make-run, wide, ViT and LM models) and
-#                   against this machine's FMA peak (tools/fma_peak)
+#                   against this machine's FMA peak and mul+add ceiling (tools/fma_peak)
 #   make fuzz       every input parser under libFuzzer with ASan and UBSan, 10^6 inputs each
 #                   (FUZZ_ARGS="--seconds S"; clang); make fuzz-smoke: 10 s each (tests/fuzz/)
 # docs/testing.md says what each test checks, docs/gpu.md what gpu-check runs.
@@ -385,7 +385,7 @@ gpu-include: deps-test
 	mkdir -p gpu_include
 	cp -r /usr/include/doctest /usr/include/nlohmann /usr/include/stb /usr/include/zlib.h /usr/include/zconf.h gpu_include/
 
-# the FMA peak, measured with the same -march as the binary
+# the FMA peak and the mul+add ceiling, measured with the same -march as the binary
 tools/fma_peak: tools/fma_peak.c .build-settings
 	$(HOST_CC) -O2 -march=$(HOST_MARCH) -fopenmp -Wall -o $@ $<
 

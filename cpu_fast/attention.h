@@ -9,7 +9,7 @@
 // order: S_ij along d from 0, y_i along j from 0, dq along j, dk and dv along i. Y also runs over
 // the keys a causal row cannot see, whose A_ij is 0: adding A_ij v_j = ±0 to a sum that started at
 // +0 leaves its bits as they are. So these give the loops' bits (tests/test_fast_paths.cu), with
-// GEMM_MR rows (4 or 8) at a time in registers instead of one. dM is the loops' own.
+// GEMM_SMALL_MR rows (4 or 8) at a time in registers instead of one. dM is the loops' own.
 #pragma once
 #include <algorithm>
 #include <vector>

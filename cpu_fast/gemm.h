@@ -13,15 +13,21 @@
 //   1. B is packed into panels of NR columns: panel p is B[:, p·NR .. p·NR+NR) as K rows of NR
 //      contiguous floats, the last panel padded with zeros. One k step reads one such row.
 //   2. A micro-kernel holds an MR x NR tile of C in registers (MR·NR/lanes vector registers)
-//      for the whole k loop: per k it loads one panel row, broadcasts MR values of A, and does
-//      MR·NR multiplies and adds with no memory traffic for C.
+//      for a whole block of k (item 4): per k it loads one panel row, broadcasts MR values of
+//      A, and does MR·NR multiplies and adds with no memory traffic for C.
 //   3. Threads split the tiles, never k, so each output keeps its one chain.
+//   4. The linear layers' products (gemm_accumulate) walk k in blocks of GEMM_KC: a block of a
+//      panel (GEMM_KC x NR floats) stays in the L1 cache while each of a thread's tiles reads it,
+//      where a whole panel of a weight gradient (K = B·T = 4096 rows, 512 KB at NR 32) was read
+//      again from L2 or memory by every tile. A tile's outputs are stored after one block and
+//      loaded again for the next: each output's chain still runs k = 0, 1, ..., K-1 in order.
 // A is read in place through two strides, so one routine serves the forward pass (A = inp) and
 // both gradients (A = dout for dinp, A = dout^T for dW) without copying the larger operand.
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <omp.h>               // omp_get_num_threads, omp_get_thread_num: a thread's share of the tiles
 #include <vector>
 #include "layers/device.cuh"     // worth_threads
 
@@ -44,24 +50,37 @@ constexpr int VECTOR_BYTES = 32;
 constexpr int VECTOR_BYTES = 16;
 #endif
 
-// The tile: MR rows of C by NR = 16 columns (one AVX-512 register of floats, two AVX2 ones).
-// The accumulators take 8 vector registers, half of AVX2's 16 and a quarter of AVX-512's 32,
-// which leaves room for the panel row and the broadcasts; 8 independent chains are enough to
-// hide the latency of the adds. 16 columns also fit the attention's products (T and HS of 16).
-constexpr int GEMM_NR = VECTOR_BYTES >= 32 ? 16 : 8;
-constexpr int GEMM_MR = VECTOR_BYTES == 64 ? 8 : 4;
+// Two tiles, MR rows of C by NR columns, as the vector registers allow:
+// - GEMM_MR x GEMM_NR for the linear layers (gemm_accumulate): with AVX-512's 32 registers, 12
+//   rows by 32 columns (2 registers a row): 24 accumulators, the panel row's 2 registers, a
+//   broadcast and a product. Per k step it loads 2 vectors and broadcasts 12 values for 24
+//   multiplies and 24 adds: one broadcast for two multiplies, where 8 by 16 broadcast one for
+//   each (docs/speed.md has the two timed). AVX2's 16
+//   registers: 4 by 16 (2 registers a row), 8 accumulators; 16-byte vectors (SSE, NEON): 4 by 8.
+// - GEMM_SMALL_MR x GEMM_SMALL_NR = 8 x 16 (AVX-512), 4 x 16 or 4 x 8 for the attention's
+//   products of each batch row and head (gemm_accumulate_serial), whose N is T or HS (16 in
+//   make run's model): a 32-column tile would compute half its lanes on padding there.
+// 8 independent chains or more are enough to hide the latency of the adds.
+constexpr int GEMM_NR = VECTOR_BYTES == 64 ? 32 : VECTOR_BYTES == 32 ? 16 : 8;
+constexpr int GEMM_MR = VECTOR_BYTES == 64 ? 12 : 4;
+constexpr int GEMM_SMALL_NR = VECTOR_BYTES >= 32 ? 16 : 8;
+constexpr int GEMM_SMALL_MR = VECTOR_BYTES == 64 ? 8 : 4;
+// k steps a block of the linear layers' products (item 4 above): a block's panel is GEMM_KC x
+// GEMM_NR floats, 32 KB with AVX-512, inside the 32-48 KB L1 data cache of current x86 cores
+constexpr int GEMM_KC = 256;
 
-inline int gemm_panel_count(int N) { return (N + GEMM_NR - 1) / GEMM_NR; }
+template <int NR>
+inline int gemm_panel_count(int N) { return (N + NR - 1) / NR; }
 
 // Packs B (K, N) into panels (ceil(N/NR), K, NR), zero-padded: `panels` holds
-// gemm_panel_count(N)·K·NR floats. One panel per call, so threads can share the packing.
-template <typename F>
+// gemm_panel_count<NR>(N)·K·NR floats. One panel per call, so threads can share the packing.
+template <int NR, typename F>
 void gemm_pack_panel(F* panels, StridedMatrix<F> B, int K, int N, int p) {
-    F* panel = panels + (size_t)p * K * GEMM_NR;
+    F* panel = panels + (size_t)p * K * NR;
     for (int k = 0; k < K; k++)
-        for (int j = 0; j < GEMM_NR; j++) {
-            size_t col = (size_t)p * GEMM_NR + j;
-            panel[(size_t)k * GEMM_NR + j] = col < (size_t)N ? B(k, col) : F(0);
+        for (int j = 0; j < NR; j++) {
+            size_t col = (size_t)p * NR + j;
+            panel[(size_t)k * NR + j] = col < (size_t)N ? B(k, col) : F(0);
         }
 }
 
@@ -77,68 +96,91 @@ struct VectorOf<double> {  // the finite-difference tests run the layers in doub
     typedef double type __attribute__((vector_size(VECTOR_BYTES)));
 };
 
-// The micro-kernel: c (MR, NR) with row stride ldc, c += A's rows a_rows[0..MR) times the
-// panel (K, NR). a_rows[i] + k·a_k is A[i, k]. The accumulators, MR rows of NR lanes in V
-// registers each, stay in registers for all k; each lane is one output's chain along k.
-template <typename F>
-inline void gemm_micro_kernel(F* c, size_t ldc, const F* const* a_rows, size_t a_k, const F* panel, int K) {
+// The micro-kernel: c (MR, NR) with row stride ldc, c = c_in + A's rows a_rows[0..MR) times the
+// panel (K, NR), where c_in (MR, NR) has row stride ldc_in: c itself to accumulate, or one row
+// read MR times (ldc_in 0) to start every row from it. a_rows[i] + k·a_k is A[i, k]. The
+// accumulators, MR rows of NR lanes in V registers each, stay in registers for all k; each lane
+// is one output's chain along k.
+template <int MR, int NR, typename F>
+inline void gemm_micro_kernel(F* c, size_t ldc, const F* c_in, size_t ldc_in, const F* const* a_rows, size_t a_k,
+                              const F* panel, int K) {
     using Vec = typename VectorOf<F>::type;
-    constexpr int LANES = VECTOR_BYTES / sizeof(F), V = GEMM_NR / LANES;
-    Vec acc[GEMM_MR][V];
-    for (int i = 0; i < GEMM_MR; i++)
-        for (int v = 0; v < V; v++) memcpy(&acc[i][v], c + i * ldc + v * LANES, sizeof(Vec));
+    constexpr int LANES = VECTOR_BYTES / sizeof(F), V = NR / LANES;
+    Vec acc[MR][V];
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < V; v++) memcpy(&acc[i][v], c_in + i * ldc_in + v * LANES, sizeof(Vec));
     for (int k = 0; k < K; k++) {
         Vec b[V];  // B[k, this panel's NR columns]
-        for (int v = 0; v < V; v++) memcpy(&b[v], panel + (size_t)k * GEMM_NR + v * LANES, sizeof(Vec));
-        for (int i = 0; i < GEMM_MR; i++) {
+        for (int v = 0; v < V; v++) memcpy(&b[v], panel + (size_t)k * NR + v * LANES, sizeof(Vec));
+        for (int i = 0; i < MR; i++) {
             const F a = a_rows[i][k * a_k];
             for (int v = 0; v < V; v++) acc[i][v] += a * b[v];
         }
     }
-    for (int i = 0; i < GEMM_MR; i++)
+    for (int i = 0; i < MR; i++)
         for (int v = 0; v < V; v++) memcpy(c + i * ldc + v * LANES, &acc[i][v], sizeof(Vec));
 }
 
-// One tile of C (M, N): rows t·MR .. +MR, panel p's columns, += A (M, K) · panel p.
-template <typename F>
-void gemm_tile(F* C, size_t ldc, StridedMatrix<F> A, const F* panels, int M, int N, int K, int p, int t) {
-    const int row0 = t * GEMM_MR, col0 = p * GEMM_NR;
-    const int rows = std::min(GEMM_MR, M - row0), cols = std::min(GEMM_NR, N - col0);
-    const F* a_rows[GEMM_MR];  // a tile's missing rows repeat its last row: computed, never stored
-    for (int i = 0; i < GEMM_MR; i++) a_rows[i] = &A((size_t)row0 + std::min(i, rows - 1), 0);
-    const F* panel = panels + (size_t)p * K * GEMM_NR;
+// One tile of C (M, N): rows t·MR .. +MR, panel p's columns, += A (M, K) · panel p (K, NR), over
+// the k steps k0 .. k0+kc; with start_row (N), the tile is first set to it (each row a copy).
+template <int MR, int NR, typename F>
+void gemm_tile(F* C, size_t ldc, StridedMatrix<F> A, const F* panels, int M, int N, int K, int p, int t, int k0,
+               int kc, const F* start_row = nullptr) {
+    const int row0 = t * MR, col0 = p * NR;
+    const int rows = std::min(MR, M - row0), cols = std::min(NR, N - col0);
+    const F* a_rows[MR];  // a tile's missing rows repeat its last row: computed, never stored
+    for (int i = 0; i < MR; i++) a_rows[i] = &A((size_t)row0 + std::min(i, rows - 1), (size_t)k0);
+    const F* panel = panels + ((size_t)p * K + k0) * NR;
     F* c = C + (size_t)row0 * ldc + col0;
-    if (rows == GEMM_MR && cols == GEMM_NR) return gemm_micro_kernel(c, ldc, a_rows, A.col_stride, panel, K);
-    F edge[GEMM_MR][GEMM_NR] = {};  // an edge tile runs on a full-size copy of itself
+    const F* c_in = start_row ? start_row + col0 : c;
+    const size_t ldc_in = start_row ? 0 : ldc;
+    if (rows == MR && cols == NR)
+        return gemm_micro_kernel<MR, NR>(c, ldc, c_in, ldc_in, a_rows, A.col_stride, panel, kc);
+    F edge[MR][NR] = {};  // an edge tile runs on a full-size copy of itself
     for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++) edge[i][j] = c[i * ldc + j];
-    gemm_micro_kernel(&edge[0][0], GEMM_NR, a_rows, A.col_stride, panel, K);
+        for (int j = 0; j < cols; j++) edge[i][j] = c_in[i * ldc_in + j];
+    gemm_micro_kernel<MR, NR>(&edge[0][0], NR, &edge[0][0], NR, a_rows, A.col_stride, panel, kc);
     for (int i = 0; i < rows; i++)
         for (int j = 0; j < cols; j++) c[i * ldc + j] = edge[i][j];
 }
 
 // C (M, N), row stride ldc, += A (M, K) · B (K, N), every output summed along k in order; on
-// the calling thread alone, packing into `panels` (resized as needed): for callers that run
-// many small products side by side (the attention of each batch row and head).
+// the calling thread alone, in the small tiles, packing into `panels` (resized as needed): for
+// callers that run many small products side by side (the attention of each batch row and head).
 template <typename F>
 void gemm_accumulate_serial(F* C, size_t ldc, StridedMatrix<F> A, StridedMatrix<F> B, int M, int N, int K,
                             std::vector<F>& panels) {
-    const int num_panels = gemm_panel_count(N), row_tiles = (M + GEMM_MR - 1) / GEMM_MR;
-    panels.resize((size_t)num_panels * K * GEMM_NR);
-    for (int p = 0; p < num_panels; p++) gemm_pack_panel(panels.data(), B, K, N, p);
+    constexpr int MR = GEMM_SMALL_MR, NR = GEMM_SMALL_NR;
+    const int num_panels = gemm_panel_count<NR>(N), row_tiles = (M + MR - 1) / MR;
+    panels.resize((size_t)num_panels * K * NR);
+    for (int p = 0; p < num_panels; p++) gemm_pack_panel<NR>(panels.data(), B, K, N, p);
     for (int p = 0; p < num_panels; p++)
-        for (int t = 0; t < row_tiles; t++) gemm_tile(C, ldc, A, panels.data(), M, N, K, p, t);
+        for (int t = 0; t < row_tiles; t++) gemm_tile<MR, NR>(C, ldc, A, panels.data(), M, N, K, p, t, 0, K);
 }
 
-// The same, with the OpenMP threads splitting the panels, then the tiles.
+// The same for the linear layers, in the large tiles: the OpenMP threads pack B's panels, then
+// each takes a contiguous share of the rows of tiles and walks k in blocks of GEMM_KC, each block
+// across its rows and every panel. A thread's outputs are its own for the whole sum, so nothing
+// waits between blocks (a barrier wakes sleeping threads, tens of µs each) and every output's
+// chain runs in k order, whatever the thread count. With start_row (N), C = start_row + A · B, each
+// row's chains starting from it (the forward pass's bias), so C is written once, not filled first.
 template <typename F>
-void gemm_accumulate(F* C, size_t ldc, StridedMatrix<F> A, StridedMatrix<F> B, int M, int N, int K) {
-    const int num_panels = gemm_panel_count(N), row_tiles = (M + GEMM_MR - 1) / GEMM_MR;
-    std::vector<F> panel_memory((size_t)num_panels * K * GEMM_NR);
+void gemm_accumulate(F* C, size_t ldc, StridedMatrix<F> A, StridedMatrix<F> B, int M, int N, int K,
+                     const F* start_row = nullptr) {
+    constexpr int MR = GEMM_MR, NR = GEMM_NR;
+    const int num_panels = gemm_panel_count<NR>(N), row_tiles = (M + MR - 1) / MR;
+    std::vector<F> panel_memory((size_t)num_panels * K * NR);
     F* panels = panel_memory.data();
-    #pragma omp parallel for if (worth_threads((size_t)K * N))
-    for (int p = 0; p < num_panels; p++) gemm_pack_panel(panels, B, K, N, p);
-    #pragma omp parallel for collapse(2) schedule(static) if (worth_threads((size_t)M * N * K))
-    for (int p = 0; p < num_panels; p++)
-        for (int t = 0; t < row_tiles; t++) gemm_tile(C, ldc, A, (const F*)panels, M, N, K, p, t);
+    #pragma omp parallel if (worth_threads((size_t)M * N * K))
+    {
+        #pragma omp for schedule(static)
+        for (int p = 0; p < num_panels; p++) gemm_pack_panel<NR>(panels, B, K, N, p);
+        const int threads = omp_get_num_threads(), me = omp_get_thread_num();
+        const int first = row_tiles * me / threads, end = row_tiles * (me + 1) / threads;
+        for (int k0 = 0; k0 < K; k0 += GEMM_KC)
+            for (int t = first; t < end; t++)
+                for (int p = 0; p < num_panels; p++)
+                    gemm_tile<MR, NR>(C, ldc, A, (const F*)panels, M, N, K, p, t, k0, std::min(GEMM_KC, K - k0),
+                                      k0 == 0 ? start_row : nullptr);
+    }
 }

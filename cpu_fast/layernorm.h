@@ -5,10 +5,18 @@
 // order, so the bits are the loops' (tests/test_fast_paths.cu). The parameter gradients sum over
 // the rows in order with the lanes across channels. eps is the loops' LN_EPS.
 #pragma once
+#include <algorithm>
 #include <vector>
 #include "layers/device.cuh"     // worth_threads
 
 constexpr int LN_LANES = 16;
+// channels a thread sums side by side for the parameter gradients
+constexpr int LN_CHANNEL_BLOCK = 32;
+// worth_threads' measure of one element's work in a pass: a LayerNorm pass over a row block
+// (transposed, summed twice, normalised) takes about 1 ns an element on a 2-core Xeon (family 6,
+// model 207), some 30 multiply-adds' time; so the wide model's LayerNorms (4096 x 128) use the
+// threads, make run's (1024 x 32) run on the calling thread
+constexpr size_t LN_WORK = 30;
 
 // rows n0 .. n0+LN_LANES of x (N,C) into block (C, LN_LANES), rows past N as 0
 template <typename F>
@@ -22,7 +30,7 @@ template <typename F>
 void layernorm_forward_cpu_fast(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N, int C,
                                 float eps) {
     // out (N,C), mean (N), rstd (N), inp (N,C), weight (C), bias (C)
-    #pragma omp parallel if (worth_threads((size_t)N * C * 4))
+    #pragma omp parallel if (worth_threads((size_t)N * C * LN_WORK))
     {
         std::vector<F> x_t((size_t)C * LN_LANES);  // this thread's block of rows, transposed
         #pragma omp for
@@ -53,7 +61,7 @@ template <typename F>
 void layernorm_backward_cpu_fast(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
                                  const F* mean, const F* rstd, int N, int C) {
     // dinp (N,C), dweight (C), dbias (C), dout (N,C), inp (N,C), mean/rstd (N)
-    #pragma omp parallel if (worth_threads((size_t)N * C * 4))
+    #pragma omp parallel if (worth_threads((size_t)N * C * LN_WORK))
     {
         std::vector<F> x_t((size_t)C * LN_LANES), g_t((size_t)C * LN_LANES);  // this thread's blocks
         #pragma omp for
@@ -84,16 +92,22 @@ void layernorm_backward_cpu_fast(F* dinp, F* dweight, F* dbias, const F* dout, c
             }
         }
     }
-    std::vector<F> dw(C, F(0)), db(C, F(0));  // each channel's sums over n, in order, added once
-    for (int n = 0; n < N; n++)
-        for (int c = 0; c < C; c++) {
-            const F g = dout[(size_t)n * C + c];
-            F xhat = (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
-            db[c] += g;
-            dw[c] += g * xhat;
+    // each channel's sums over n, in order, added once: lanes across a block of channels, threads
+    // across blocks
+    #pragma omp parallel for if (worth_threads((size_t)N * C * LN_WORK))
+    for (int c0 = 0; c0 < C; c0 += LN_CHANNEL_BLOCK) {
+        const int count = std::min(LN_CHANNEL_BLOCK, C - c0);
+        F dw[LN_CHANNEL_BLOCK] = {}, db[LN_CHANNEL_BLOCK] = {};
+        for (int n = 0; n < N; n++)
+            for (int c = 0; c < count; c++) {
+                const F g = dout[(size_t)n * C + c0 + c];
+                F xhat = (inp[(size_t)n * C + c0 + c] - mean[n]) * rstd[n];
+                db[c] += g;
+                dw[c] += g * xhat;
+            }
+        for (int c = 0; c < count; c++) {
+            dweight[c0 + c] += dw[c];
+            dbias[c0 + c] += db[c];
         }
-    for (int c = 0; c < C; c++) {
-        dweight[c] += dw[c];
-        dbias[c] += db[c];
     }
 }

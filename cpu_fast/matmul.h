@@ -6,15 +6,18 @@
 //   dW   (OC,C) += dout^T (OC,N) · inp (N,C)         dout^T (o,n) = dout[n·OC + o]
 //   dbias (OC)  += sum_n dout[n,:], each channel summed over n in order, the lanes across channels
 #pragma once
+#include <algorithm>
 #include <vector>
 #include "cpu_fast/gemm.h"  // gemm_accumulate, StridedMatrix
 
+// channels a thread sums side by side, over all rows, where a layer sums its gradient over the rows
+constexpr int COLUMN_BLOCK = 64;
+
 template <typename F>
 void matmul_forward_cpu_fast(F* out, const F* inp, const F* weight, const F* bias, int N, int C, int OC) {
-    // out (N,OC), inp (N,C), weight (OC,C), bias (OC) or nullptr
-    for (size_t n = 0; n < (size_t)N; n++)
-        for (int o = 0; o < OC; o++) out[n * OC + o] = bias ? bias[o] : F(0);
-    gemm_accumulate<F>(out, OC, {inp, (size_t)C, 1}, {weight, 1, (size_t)C}, N, OC, C);
+    // out (N,OC), inp (N,C), weight (OC,C), bias (OC) or nullptr: each output's chain starts at its bias
+    const std::vector<F> zeros(bias ? 0 : OC, F(0));
+    gemm_accumulate<F>(out, OC, {inp, (size_t)C, 1}, {weight, 1, (size_t)C}, N, OC, C, bias ? bias : zeros.data());
 }
 
 template <typename F>
@@ -24,8 +27,15 @@ void matmul_backward_cpu_fast(F* dinp, F* dweight, F* dbias, const F* dout, cons
     if (dinp) gemm_accumulate<F>(dinp, C, {dout, (size_t)OC, 1}, {weight, (size_t)C, 1}, N, C, OC);
     gemm_accumulate<F>(dweight, C, {dout, 1, (size_t)OC}, {inp, (size_t)C, 1}, OC, C, N);
     if (!dbias) return;
-    std::vector<F> db(OC, F(0));  // each channel's sum over n, in order (lanes across o), added once
-    for (size_t n = 0; n < (size_t)N; n++)
-        for (int o = 0; o < OC; o++) db[o] += dout[n * OC + o];
-    for (int o = 0; o < OC; o++) dbias[o] += db[o];
+    // each channel's sum over n, in order, added once: the lanes across a block of channels, the
+    // threads across blocks. A sum streams dout at about 0.25 ns an element, 8 multiply-adds' time
+    // (worth_threads' measure), on a 2-core Xeon (family 6, model 207).
+    #pragma omp parallel for if (worth_threads((size_t)N * OC * 8))
+    for (int o0 = 0; o0 < OC; o0 += COLUMN_BLOCK) {
+        const int count = std::min(COLUMN_BLOCK, OC - o0);
+        F db[COLUMN_BLOCK] = {};
+        for (size_t n = 0; n < (size_t)N; n++)
+            for (int o = 0; o < count; o++) db[o] += dout[n * OC + o0 + o];
+        for (int o = 0; o < count; o++) dbias[o0 + o] += db[o];
+    }
 }

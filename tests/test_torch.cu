@@ -125,6 +125,36 @@ TEST_CASE("the benchmark scripts still run (tools/bench_gpu.py --device cpu --sm
     CHECK(r.out.find("eager") != std::string::npos);
 }
 
+// make bench's peaks are trusted only after tools/bench.py has read tools/fma_peak's loops back
+// from its disassembly: built as make builds it (AVX-512 here, and for any AVX2 CPU) the check
+// passes; with its constants no longer volatile, the compiler works the add chains out and drops
+// 11 of the 12 (1.0 + j + 1e-7 rounds back to 1.0 + j), which would count undone adds as done and
+// make the ceiling twice too high: the check must say the peak is wrong.
+TEST_CASE("make bench's peak: tools/fma_peak's loops as built pass the disassembly check, and dropped chains fail it") {
+    const std::string dir = TMP_PREFIX + "fma_peak";
+    std::filesystem::create_directories(dir);
+    const std::string check = PYTHON_BIN + " -c 'import sys; sys.path.insert(0, \"tools\"); import bench; "
+                              "print(bench.fma_peak_checked(sys.argv[1]))' ";
+    for (const std::string march : {"native", "x86-64-v3"}) {
+        CAPTURE(march);
+        const std::string binary = dir + "/fma_peak_" + march;
+        REQUIRE(run_command("gcc -O2 -march=" + march + " -fopenmp -o " + binary + " tools/fma_peak.c").exit_code == 0);
+        const CommandResult ok = run_command(check + binary);
+        CAPTURE(ok.out);
+        CHECK(ok.exit_code == 0);
+        CHECK(ok.out.find("vfmadd in fma_loop's") != std::string::npos);
+    }
+    const std::string folded = dir + "/fma_peak_folded";
+    REQUIRE(run_command("sed 's/static volatile float/static float/' tools/fma_peak.c > " + folded + ".c && gcc -O2 "
+                        "-march=x86-64-v3 -fopenmp -o " + folded + " " + folded + ".c").exit_code == 0);
+    const CommandResult wrong = run_command(check + folded);
+    CAPTURE(wrong.out);
+    CHECK(wrong.exit_code == 1);
+    CHECK(wrong.out.find("mul_add_loop: its loop holds 1 vaddps (0 reading memory), not 6 on registers; its peak "
+                         "would be wrong") != std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
 // The attention benchmark with the kernel lab's emulated programs (dev/*-emulated, which make
 // test builds) and the Python's torch, whatever it lacks (FlexAttention, torch.compile): it
 // must run and read our kernels' times and bits.

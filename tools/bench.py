@@ -1,5 +1,5 @@
 """CPU speed of ./maskprior against the same training step in PyTorch eager, and both against
-this machine's FMA peak (make bench).
+this machine's peak float rates (make bench).
 
     tools/bench.py [MODEL ...]     the models named (default: all of them, in the order below)
 
@@ -29,11 +29,17 @@ Method
   thread settings, each timed: 1 thread in all; OMP_NUM_THREADS threads in torch's pool with
   OpenBLAS on 1; and OpenBLAS's own pool of OMP_NUM_THREADS on top. The ratio compares the
   fastest maskprior row with the fastest PyTorch row, whatever their thread counts.
-- FMA peak: tools/fma_peak, built for the same -march as ./maskprior, runs fused multiply-adds on
-  registers only, at 1 thread and at OMP_NUM_THREADS. Every rate is also printed as a share of
-  the peak at its own thread count. ./maskprior multiplies and adds separately (the same bits
-  on every CPU: cpu_fast/gemm.h), so on a core whose FMA units also do the plain multiplies
-  and adds it can reach at most half of that peak.
+- Peaks: tools/fma_peak, built for the same -march as ./maskprior, at 1 thread and at
+  OMP_NUM_THREADS: the FMA peak (independent fused multiply-adds on registers), and the mul+add
+  ceiling (independent multiplies and adds, as many of each), which is ./maskprior's as built:
+  it multiplies and adds separately, for the same bits on every CPU (cpu_fast/gemm.h). Before
+  they are used, the loops' instructions are read back from tools/fma_peak's disassembly
+  (objdump): the loop of fma_loop holds exactly its chains' vfmadd and the loop of mul_add_loop
+  half as many vmulps and vaddps each, every one on registers (fma_peak_checked): a chain the
+  compiler dropped would make the peak too high. Every rate is printed as a share of its
+  ceiling at its own thread count: maskprior's of the mul+add ceiling, PyTorch's (whose BLAS
+  fuses) of the FMA peak.
+  A share above 100% is not printed: the line says the peak is wrong instead.
 - Rates are medians over windows (shared CPUs are noisy); the spread column gives the slowest
   and the fastest window. Other processes' CPU use during the run is measured from /proc/stat
   and printed, with a warning when it is not negligible.
@@ -299,16 +305,56 @@ def cpu_snapshot():  # (busy ticks of all CPUs, this process and its children's 
 
 
 def fma_peak(threads):
-    """(GFLOP/s, vector bits) of tools/fma_peak at `threads` threads."""
+    """{"fma": GFLOP/s, "mul_add": GFLOP/s, "bits": vector bits} of tools/fma_peak at `threads` threads."""
     path = os.path.join(ROOT, "tools", "fma_peak")
     try:
-        line = subprocess.run([path, str(threads)], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run([path, str(threads)], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError) as e:
         sys.exit("bench: %s failed (%s): build it with make bench" % (path, e))
-    m = re.match(r"fma_peak threads \d+ vector_bits (\d+) gflops ([\d.]+)", line)
-    if not m:
-        sys.exit("bench: unexpected output of %s: %s" % (path, line))
-    return float(m.group(2)), int(m.group(1))
+    found = re.findall(r"^fma_peak threads \d+ vector_bits (\d+) kind (fma|mul_add) gflops ([\d.]+)", out, re.M)
+    if len(found) != 2:
+        sys.exit("bench: unexpected output of %s: %s" % (path, out))
+    return dict({kind: float(g) for _, kind, g in found}, bits=int(found[0][0]))
+
+
+def fma_peak_checked(path=os.path.join(ROOT, "tools", "fma_peak")):
+    """How tools/fma_peak's loops were checked in its disassembly: the loop of fma_loop (from its
+    backward jump's target to the jump) holds exactly CHAINS vfmadd, and the loop of mul_add_loop
+    CHAINS / 2 vmulps and CHAINS / 2 vaddps (CHAINS: 24 at 512 bits, 12 at 256), every one on
+    registers. An operand in memory would time the cache, not the units; a chain the compiler
+    worked out and dropped would be counted as done, and the peak would be too high. The width is
+    read from the loop's registers (zmm: 512 bits). The line that says so, or exits naming what is
+    wrong."""
+    try:
+        text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", path], capture_output=True, text=True,
+                              check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        return "its loops not checked: objdump failed (%s)" % e
+    if "<fma_loop>:" not in text:  # built for a CPU without FMA: it prints zeros, and nothing is shared
+        return "its loops not checked: this build has none"
+    found = []
+    for function, ops in (("fma_loop", ("vfmadd",)), ("mul_add_loop", ("vmulps", "vaddps"))):
+        body = re.search(r"<%s>:\n(.*?)\n\n" % function, text, re.S)
+        if not body:
+            sys.exit("bench: no %s in tools/fma_peak's disassembly" % function)
+        chains = 24 if "%zmm" in body.group(1) else 12
+        expected = {op: chains // len(ops) for op in ops}
+        lines = [(int(m.group(1), 16), m.group(2)) for m in
+                 (re.match(r"\s*([0-9a-f]+):\s*(.*)", line) for line in body.group(1).split("\n")) if m]
+        jumps = [(at, int(m.group(1), 16)) for at, code in lines
+                 for m in [re.match(r"j(?!mp)\w+\s+([0-9a-f]+)", code)] if m and int(m.group(1), 16) < at]
+        if not jumps:
+            sys.exit("bench: tools/fma_peak's %s has no loop; its peak would be wrong" % function)
+        jump_at, loop_start = jumps[-1]
+        loop = [code for at, code in lines if loop_start <= at <= jump_at]
+        for op, count in expected.items():
+            ops = [code for code in loop if code.startswith(op)]
+            in_memory = [code for code in ops if "(" in code]
+            if len(ops) != count or in_memory:
+                sys.exit("bench: tools/fma_peak's %s: its loop holds %d %s (%d reading memory), not %d on registers; "
+                         "its peak would be wrong" % (function, len(ops), op, len(in_memory), count))
+        found.append("%s in %s's" % (" and ".join("%d %s" % (n, op) for op, n in expected.items()), function))
+    return "checked in its disassembly: %s loop, every one on registers" % ", ".join(found)
 
 
 def first_batch_losses(m, torch):
@@ -348,6 +394,7 @@ def main(names):
     start = cpu_snapshot()
     thread_counts = sorted({1, THREADS})
     peaks = {t: fma_peak(t) for t in thread_counts}
+    checked = fma_peak_checked()
     import torch
     blas = torch_sgemm_library(torch)
     blas_kind = "OpenBLAS" if blas_threads(blas, 1) else "reference BLAS" if "/blas/" in blas else "?"
@@ -372,11 +419,15 @@ def main(names):
     end = cpu_snapshot()
     others = ((end[0] - start[0]) / os.sysconf("SC_CLK_TCK") - (end[1] - start[1])) / (end[2] - start[2])
 
-    bits = peaks[THREADS][1]
+    bits = peaks[THREADS]["bits"]
     print("maskprior CPU benchmark: init mask, AdamW, fp32")
-    print("FMA peak (tools/fma_peak, %d-bit vectors): %s" % (
-        bits, ", ".join("%.1f GFLOP/s at %d thread%s" % (peaks[t][0], t, "s" if t > 1 else "") for t in thread_counts)))
+    for kind, what in (("fma", "FMA peak"), ("mul_add", "mul+add ceiling (maskprior's)")):
+        print("%s (tools/fma_peak, %d-bit vectors): %s" % (what, bits, ", ".join(
+            "%.1f GFLOP/s at %d thread%s" % (peaks[t][kind], t, "s" if t > 1 else "") for t in thread_counts)))
+    print("tools/fma_peak: " + checked)
+    print("% ceil: maskprior's share of the mul+add ceiling, PyTorch's of the FMA peak, at its thread count")
     bar = "+--------------------------------+-----+---------+----------+---------+--------+---------------+-------+"
+    above = []  # the rows whose rate passes their ceiling: the peak is wrong, not the row
     for name, (m, ours_loss, torch_loss, rows) in results.items():
         flops = step_flops(m)
         print("\nmodel %s (%s): B %d T %d C %d L %d NH %d HS %d MLP %d%s; %.1f MFLOP per training step"
@@ -384,20 +435,27 @@ def main(names):
                  " V %d" % m["out"] if m["task"] == "lm" else "", flops / 1e6))
         print("first-batch loss, same weights and batch: maskprior %.6f, PyTorch %.6f" % (ours_loss, torch_loss))
         print(bar)
-        print("| implementation                 | thr | steps/s | ms/step  | GFLOP/s | % peak | spread step/s | steps |")
+        print("| implementation                 | thr | steps/s | ms/step  | GFLOP/s | % ceil | spread step/s | steps |")
         print(bar)
         for label, t, rates, n in rows:
             r = statistics.median(rates)
             gflops = r * flops / 1e9
-            print("| %-30s | %3d | %7.1f | %8.3f | %7.2f | %5.1f%% | %6.1f-%-6.1f | %5d |"
-                  % (label, t, r, 1000 / r, gflops, 100 * gflops / peaks[t][0] if peaks[t][0] else 0,
-                     min(rates), max(rates), n))
+            ceiling = peaks[t]["mul_add" if label == "maskprior" else "fma"]
+            share = 100 * gflops / ceiling if ceiling else 0
+            if share > 100:
+                above.append("%s, %s at %d threads" % (name, label, t))
+            print("| %-30s | %3d | %7.1f | %8.3f | %7.2f | %6s | %6.1f-%-6.1f | %5d |"
+                  % (label, t, r, 1000 / r, gflops, "%.1f%%" % share if share <= 100 else "WRONG", min(rates),
+                     max(rates), n))
         print(bar)
         ours = max((statistics.median(r[2]), r[1]) for r in rows if r[0] == "maskprior")
         best = max((statistics.median(r[2]), r[0]) for r in rows if r[0] != "maskprior")
         print("ratio, fastest maskprior (%d thr) / fastest PyTorch (%s): %.2fx" % (ours[1], best[1], ours[0] / best[0]))
     for line in skipped.values():
         print("\n" + line)
+    if above:
+        print("\nbench: the peak is wrong: %s ran faster than its ceiling (tools/fma_peak); those shares are not "
+              "printed" % "; ".join(above))
     cpu = re.search(r"^model name\s*: (.*)$", open("/proc/cpuinfo").read(), re.M)
     print("\nCPU:       %s, %d cores; other processes used %.2f of them during the run%s"
           % (cpu.group(1) if cpu else "unknown", os.cpu_count(), max(0.0, others),
