@@ -27,9 +27,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <omp.h>               // omp_get_num_threads, omp_get_thread_num: a thread's share of the tiles
 #include <vector>
-#include "layers/device.cuh"     // worth_threads
+#include "layers/device.cuh"     // worth_threads, team_size, team_thread: a thread's share of the tiles
 
 // A matrix read through strides: element (r, c) is data[r·row_stride + c·col_stride]. The three
 // products of a linear layer read their operands as such views (cpu_fast/matmul.h).
@@ -175,7 +174,7 @@ void gemm_accumulate(F* C, size_t ldc, StridedMatrix<F> A, StridedMatrix<F> B, i
     {
         #pragma omp for schedule(static)
         for (int p = 0; p < num_panels; p++) gemm_pack_panel<NR>(panels, B, K, N, p);
-        const int threads = omp_get_num_threads(), me = omp_get_thread_num();
+        const int threads = team_size(), me = team_thread();
         const int first = row_tiles * me / threads, end = row_tiles * (me + 1) / threads;
         for (int k0 = 0; k0 < K; k0 += GEMM_KC)
             for (int t = first; t < end; t++)

@@ -49,6 +49,23 @@ inline int cpu_threads() {
 #endif
 }
 
+// Inside a parallel region: the team's size and this thread's number in it (1 and 0 in a build
+// without OpenMP, the ThreadSanitizer build's, where the region is the calling thread alone)
+inline int team_size() {
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+inline int team_thread() {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 // "NVIDIA H200 (CUDA)", or the CPU's model name with its vector width and thread count
 inline std::string device_name(Device dev) {
     if (dev == DEVICE_GPU) {
