@@ -456,11 +456,15 @@ def main(names):
     if above:
         print("\nbench: the peak is wrong: %s ran faster than its ceiling (tools/fma_peak); those shares are not "
               "printed" % "; ".join(above))
-    cpu = re.search(r"^model name\s*: (.*)$", open("/proc/cpuinfo").read(), re.M)
-    print("\nCPU:       %s, %d cores; other processes used %.2f of them during the run%s"
-          % (cpu.group(1) if cpu else "unknown", os.cpu_count(), max(0.0, others),
+    cpuinfo = open("/proc/cpuinfo").read()
+    name, family, model = (re.search(r"^%s\s*: (.*)$" % key, cpuinfo, re.M) for key in ("model name", "cpu family", "model"))
+    print("\nCPU:       %s%s, %d cores; other processes used %.2f of them during the run%s"
+          % (name.group(1) if name else "unknown",
+             ", family %s model %s" % (family.group(1), model.group(1)) if family and model else "",
+             os.cpu_count(), max(0.0, others),
              " (WARNING: a busy machine, the numbers are not reliable)" if others > 0.2 else ""))
-    print("maskprior: %s" % first.split(": ", 1)[-1])
+    # the build's line without its thread count, which is each row's
+    print("maskprior: %s" % re.sub(r", \d+ threads \(CPU\)", "", first.split(": ", 1)[-1]))
     print("PyTorch:   %s (%s)" % (torch.__version__, torch.__file__))
     print("BLAS:      %s (%s; the sgemm_ that libtorch_cpu calls)" % (blas, blas_kind))
 
