@@ -457,7 +457,8 @@ def main(names):
         print("\nbench: the peak is wrong: %s ran faster than its ceiling (tools/fma_peak); those shares are not "
               "printed" % "; ".join(above))
     cpuinfo = open("/proc/cpuinfo").read()
-    name, family, model = (re.search(r"^%s\s*: (.*)$" % key, cpuinfo, re.M) for key in ("model name", "cpu family", "model"))
+    name, family, model = (re.search(r"^%s\s*: (.*)$" % key, cpuinfo, re.M)
+                           for key in ("model name", "cpu family", "model"))
     print("\nCPU:       %s%s, %d cores; other processes used %.2f of them during the run%s"
           % (name.group(1) if name else "unknown",
              ", family %s model %s" % (family.group(1), model.group(1)) if family and model else "",
