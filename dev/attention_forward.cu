@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
             const double error = dev_worst(dev_max_error("y", runs[0][0], out), dev_max_error("A", runs[0][1], att));
             const bool reproducible = same_bits(runs[0][0], runs[1][0]) && same_bits(runs[0][1], runs[1][1]);
             const double ms = dev_time_ms(opt.quick ? 1 : 20, call);
-            dev_table_row(shape, version, ms, dev_h200_bound_ms(call), bytes, flops, error, reproducible);
+            dev_table_row(shape, version, ms, dev_bound_ms(call), bytes, flops, error, reproducible);
             all_ok = all_ok && !std::isnan(error) && reproducible;
         }
     }

@@ -1,13 +1,15 @@
 // dev/dev_common.h: what the kernel lab's programs share (dev/README.md says what the lab is).
 // Each program runs every version of one kernel family on the same shapes, checks it against
 // the CPU reference, times it with CUDA events and prints one table:
-//   shape | version | idea | time | H200 bound | GB/s | TFLOP/s | max error | same bits
-// (the bound from the costs the launchers state for --profile, gpu/profile.h: an estimate)
+//   shape | version | idea | time | bound | GB/s | TFLOP/s | max error | same bits
+// (the bound from the costs the launchers state for --profile and the datasheet figures of this GPU
+// where gpu/profile.h has them, else an H200's, named in the header: an estimate)
 // It exits non-zero when any version misses the tolerance or gives NaN.
 //   ./dev/attention_forward            every version on every shape
 //   ./dev/attention_forward 3          version 3 only
 //   ./dev/attention_forward --quick    small shapes and one timing run (the CPU emulation:
 //                                      make test runs dev/*-emulated --quick)
+//   ./dev/attention_forward --version  its commit and build settings (make gpu-check's preflight)
 //   ./dev/attention_forward 3 --shape 64,256,6,64,6,1
 //                                      one shape: B,T,NH,HS,mask heads (0, 1 or NH),causal (0/1);
 //                                      tools/bench_gpu.py --attention times ours this way
@@ -18,7 +20,7 @@
 #include <string>
 #include <vector>
 #include "attention/versions.cuh"  // the layer: row functions, CPU loops, every kernel version, the table
-#include "gpu/profile.h"        // profiler, lower_bound_seconds, H200: each call's bound
+#include "gpu/profile.h"        // profiler, lower_bound_seconds, bound_figures: each call's bound
 #include "layers/rng.h"          // Rng: the random inputs
 
 // The shapes a program runs: awkward ones (T not a multiple of the tiles; HS not of 32; a
@@ -45,7 +47,7 @@ inline std::vector<DevShape> dev_shapes(bool quick) {
             {"T256, no mask", {16, 256, 6, 64, 0, false}}};
 }
 
-// The command line: [version] [--quick] [--shape B,T,NH,HS,MASK_HEADS,CAUSAL]
+// The command line: [version] [--quick] [--shape B,T,NH,HS,MASK_HEADS,CAUSAL], or --version alone
 struct DevOptions {
     int version = 0;  // 0: every version
     bool quick = false;
@@ -53,7 +55,7 @@ struct DevOptions {
 };
 
 [[noreturn]] inline void dev_usage(const char* program) {
-    fprintf(stderr, "usage: %s [version 1..%d] [--quick] [--shape B,T,NH,HS,MASK_HEADS,CAUSAL]\n", program,
+    fprintf(stderr, "usage: %s [version 1..%d] [--quick] [--shape B,T,NH,HS,MASK_HEADS,CAUSAL] | --version\n", program,
             ATTENTION_KERNEL_COUNT);
     exit(2);
 }
@@ -72,6 +74,7 @@ inline DevOptions dev_options(int argc, char** argv) {
     DevOptions o;
     for (int i = 1; i < argc; i++) {
         const std::string arg = argv[i];
+        if (arg == "--version" && argc == 2) { print_version(argv[0]); exit(0); }
         if (arg == "--quick") { o.quick = true; continue; }
         if (arg == "--shape" && i + 1 < argc) { o.shapes = {parse_shape(argv[0], argv[++i])}; continue; }
         char* end = nullptr;
@@ -192,24 +195,43 @@ inline double dev_time_ms(int runs, F f) {
     return ms / runs;
 }
 
-inline void dev_table_header(const char* program) {
+// The GPU whose datasheet figures the bound column uses: this one's where gpu/profile.h has them
+// (own), else an H200's
+inline const GpuFigures& dev_bound_figures(bool* own = nullptr) {
+    bool mine = false;
+    const GpuFigures& gpu = bound_figures(device_name(DEVICE_GPU), &mine);
+    if (own) *own = mine;
+    return gpu;
+}
+
+// The lines above a table: the program, the GPU, and what the bound column is, on which GPU's figures
+inline void dev_table_intro(const char* program) {
+    bool own = false;
+    const GpuFigures& gpu = dev_bound_figures(&own);
     printf("%s on %s\n", program, device_name(DEVICE_GPU).c_str());
 #ifdef MASKPRIOR_CUDA_EMULATION
     printf("(the CPU emulation of CUDA: the checks hold, the times are not a GPU's)\n");
 #endif
-    printf("(H200 bound: the sum of the call's launches' lower bounds on an H200, from the costs their launchers\n"
-           " state: datasheet figures and a 2 µs launch, an estimate, not a measurement; gpu/profile.h)\n");
+    printf("(bound: the sum of the call's launches' lower bounds on an %s%s,\n"
+           " from the costs their launchers state: datasheet figures and a 2 µs launch, an estimate, not a\n"
+           " measurement; gpu/profile.h)\n",
+           gpu.name, own ? "" : " (not this GPU: gpu/profile.h has no figures for it)");
+}
+
+inline void dev_table_header(const char* program) {
+    dev_table_intro(program);
     printf("| %-34s | v | %-55s | %9s | %11s | %7s | %8s | %9s | %-9s |\n", "shape (B, T, NH, HS)", "idea", "time ms",
-           "H200 bound", "GB/s", "TFLOP/s", "max error", "same bits");
+           "bound", "GB/s", "TFLOP/s", "max error", "same bits");
     printf("|%s|---|%s|%s|%s|%s|%s|%s|%s|\n", std::string(36, '-').c_str(), std::string(57, '-').c_str(),
            std::string(11, '-').c_str(), std::string(13, '-').c_str(), std::string(9, '-').c_str(),
            std::string(10, '-').c_str(), std::string(11, '-').c_str(), std::string(11, '-').c_str());
 }
 
-// The lower bound of one call on an H200, in ms: the sum over its launches of each one's bound,
-// from the costs their launchers state for --profile (gpu/profile.h). Runs the call once.
+// The lower bound of one call, in ms, on dev_bound_figures()'s GPU: the sum over its launches of
+// each one's bound, from the costs their launchers state for --profile (gpu/profile.h). Runs the
+// call once.
 template <typename F>
-inline double dev_h200_bound_ms(F call) {
+inline double dev_bound_ms(F call) {
     Profiler& p = profiler();
     p.calls.clear();
     p.steps.assign(1, ProfiledStep{});
@@ -218,11 +240,11 @@ inline double dev_h200_bound_ms(F call) {
     call();
     p.recording = false;
     double seconds = 0;
-    for (const ProfiledCall& launch : p.calls) seconds += lower_bound_seconds(launch.cost, H200, false);
+    for (const ProfiledCall& launch : p.calls) seconds += lower_bound_seconds(launch.cost, dev_bound_figures(), false);
     return seconds * 1e3;
 }
 
-// One row of the table; bytes and flops are the napkin counts of one call, bound_ms its H200 bound
+// One row of the table; bytes and flops are the napkin counts of one call, bound_ms its bound
 inline void dev_table_row(const DevShape& shape, int version, double ms, double bound_ms, double bytes, double flops,
                           double error, bool reproducible) {
     const AttentionShape& s = shape.s;

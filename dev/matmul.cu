@@ -1,7 +1,7 @@
 // dev/matmul.cu: both versions of the GPU matmul (Kernels::matmul, --matmul-kernel), checked
 // against the CPU and timed side by side, for each thing a training step asks of them
 // (dev/README.md). Build and run:
-//   make dev && ./dev/matmul [version] [--quick] [--shape N,C,OC]
+//   make dev && ./dev/matmul [version] [--quick] [--shape N,C,OC]   (--version: its commit and build)
 //   make dev-emulated && ./dev/matmul-emulated --quick   (no GPU: the CPU emulation, the checks only)
 // The versions:
 //   1  layers/matmul.cuh     cublasSgemm, then kernels of their own for the bias, the GELU and the
@@ -15,10 +15,12 @@
 //   MLP backward      both layers of an MLP C -> OC -> C, from dproj    mlp_backward
 // Checked: every output within 1e-4 + 1e-3·|cpu| (every forward output starts as NaN; the MLP's
 // hidden gradients start at zero, as the model's do), two runs' bits equal. The MLP's dg is left
-// out of the check: version 2 never writes it (layers/fused.cuh).
+// out of the check: version 2 never writes it (layers/fused.cuh). A row of version 2 in which
+// cuBLASLt turned a product down, so that version 1 ran it (layers/matmul_lt.cuh), says FELL BACK
+// in its idea column, its time and error being version 1's; the program then exits 3 (1 on a miss).
 // Napkin counts of one call: bytes = each operand read or written once (a gradient read and
 // written), flops = 2·N·C·OC a product (the forward one, the backward two, the MLP four).
-#include "dev/dev_common.h"  // DevBuffer, dev_random, dev_max_error, same_bits, dev_time_ms, dev_h200_bound_ms
+#include "dev/dev_common.h"  // DevBuffer, dev_random, dev_max_error, same_bits, dev_time_ms, dev_bound_ms
 #include "layers/fused.cuh"    // matmul_forward, matmul_backward, matmul_bias_gelu_forward, mlp_backward
 
 struct MatmulShape {
@@ -42,21 +44,17 @@ static std::vector<MatmulShape> matmul_shapes(bool quick) {
 static const char* IDEAS[2] = {"cublasSgemm, then bias / GELU / bias-gradient kernels",
                                "cublasLtMatmul, bias / GELU / bias gradient as epilogues"};
 static const char* OPERATIONS[4] = {"forward", "bias + GELU", "backward", "MLP backward"};
+static const char* FELL_BACK = "FELL BACK: cuBLASLt turned it down, version 1 ran it";
 
 [[noreturn]] static void usage(const char* program) {
-    fprintf(stderr, "usage: %s [version 1..%d] [--quick] [--shape N,C,OC]\n", program, MATMUL_KERNEL_COUNT);
+    fprintf(stderr, "usage: %s [version 1..%d] [--quick] [--shape N,C,OC] | --version\n", program, MATMUL_KERNEL_COUNT);
     exit(2);
 }
 
 static void table_header() {
-    printf("matmul on %s\n", device_name(DEVICE_GPU).c_str());
-#ifdef MASKPRIOR_CUDA_EMULATION
-    printf("(the CPU emulation of CUDA: the checks hold, the times are not a GPU's)\n");
-#endif
-    printf("(H200 bound: the sum of the call's launches' lower bounds on an H200, from the costs their launchers\n"
-           " state: datasheet figures and a 2 µs launch, an estimate, not a measurement; gpu/profile.h)\n");
+    dev_table_intro("matmul");
     printf("| %-38s | %-12s | v | %-56s | %9s | %11s | %7s | %8s | %9s | %-9s |\n", "shape (N, C, OC)", "operation",
-           "idea", "time ms", "H200 bound", "GB/s", "TFLOP/s", "max error", "same bits");
+           "idea", "time ms", "bound", "GB/s", "TFLOP/s", "max error", "same bits");
     printf("|%s|%s|---|%s|%s|%s|%s|%s|%s|%s|\n", std::string(40, '-').c_str(), std::string(14, '-').c_str(),
            std::string(58, '-').c_str(), std::string(11, '-').c_str(), std::string(13, '-').c_str(),
            std::string(9, '-').c_str(), std::string(10, '-').c_str(), std::string(11, '-').c_str(),
@@ -114,6 +112,7 @@ int main(int argc, char** argv) {
         const std::string arg = argv[i];
         MatmulShape given = {"given", 0, 0, 0};
         char tail;
+        if (arg == "--version" && argc == 2) { print_version(argv[0]); exit(0); }
         if (arg == "--quick") quick = true;
         else if (arg == "--shape" && i + 1 < argc &&
                  sscanf(argv[++i], "%d,%d,%d%c", &given.N, &given.C, &given.OC, &tail) == 3 && given.N > 0 &&
@@ -131,6 +130,7 @@ int main(int argc, char** argv) {
     matmul_lt_setup();
     table_header();
     bool all_ok = true;
+    int fell_back_rows = 0;  // rows of version 2 in which version 1 ran a product (layers/matmul_lt.cuh)
     for (const MatmulShape& s : shapes) {
         const MatmulCase t = matmul_case(s);
         const size_t NC = (size_t)s.N * s.C, NO = (size_t)s.N * s.OC, OCC = (size_t)s.OC * s.C;
@@ -190,6 +190,7 @@ int main(int argc, char** argv) {
                 };
                 double error = 0;
                 bool reproducible = true;
+                const size_t fallbacks = matmul_lt().fallbacks;  // version 1 in version 2's place, so far
                 reset();
                 call();
                 const auto first = results();
@@ -201,16 +202,22 @@ int main(int argc, char** argv) {
                     reproducible = reproducible && same_bits(first[i].first, second[i].first);
                 }
                 const double ms = dev_time_ms(quick ? 1 : 20, call);
-                const double bound_ms = dev_h200_bound_ms(call);
+                const double bound_ms = dev_bound_ms(call);
+                const bool fell_back = matmul_lt().fallbacks != fallbacks;  // its row is version 1's
+                fell_back_rows += fell_back;
                 const std::string dims = std::string(s.name) + " " + std::to_string(s.N) + "," + std::to_string(s.C) +
                                          "," + std::to_string(s.OC);
                 printf("| %-38s | %-12s | %d | %-56s | %9.4f | %8.4f ms | %7.1f | %8.3f | %9.2e | %-9s |\n",
-                       dims.c_str(), OPERATIONS[op], version, IDEAS[version - 1], ms, bound_ms, bytes[op] / (ms * 1e6),
+                       dims.c_str(), OPERATIONS[op], version, fell_back ? FELL_BACK : IDEAS[version - 1], ms, bound_ms,
+                       bytes[op] / (ms * 1e6),
                        flops[op] / (ms * 1e9), error, reproducible ? "yes" : "NO");
                 all_ok = all_ok && !std::isnan(error) && reproducible;
             }
         }
     }
     printf(all_ok ? "every version matches the CPU\n" : "MISMATCH: a version above misses the CPU reference\n");
-    return all_ok ? 0 : 1;
+    if (fell_back_rows)
+        printf("FELL BACK: cuBLASLt turned down the products of %d rows of version 2 and version 1 ran them: those "
+               "rows' times and errors are version 1's (exit 3)\n", fell_back_rows);
+    return !all_ok ? 1 : fell_back_rows ? 3 : 0;
 }

@@ -115,6 +115,22 @@ inline std::string build_text() {
 #endif
 }
 
+// The commit and the settings the Makefile compiles in (`git describe --always --dirty`; CUDA, CXX,
+// HOST_MARCH and ARCH as .build-settings has them)
+#ifndef MASKPRIOR_GIT_COMMIT
+#define MASKPRIOR_GIT_COMMIT "unknown"
+#endif
+#ifndef MASKPRIOR_BUILD_SETTINGS
+#define MASKPRIOR_BUILD_SETTINGS "unknown"
+#endif
+
+// What --version prints, for every program built from these sources (./maskprior, the unit tests,
+// the kernel lab): its name, its commit, the compilers and the settings it was built with. make
+// gpu-check's preflight reads it off each binary carried to the GPU machine, where there is no .git.
+inline void print_version(const char* program) {
+    printf("%s %s\nbuilt by %s: %s\n", program, MASKPRIOR_GIT_COMMIT, build_text().c_str(), MASKPRIOR_BUILD_SETTINGS);
+}
+
 // The compute capability the GPU code was built for (make ARCH=...; 0 under the emulation)
 #ifndef MASKPRIOR_CUDA_ARCH
 #define MASKPRIOR_CUDA_ARCH 0

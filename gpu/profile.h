@@ -141,6 +141,18 @@ struct GpuFigures {
 // NVIDIA's H200 SXM datasheet: 4.8 TB/s HBM3e, 67 TFLOP/s fp32, 495 TFLOP/s TF32 dense, 132 SMs;
 // the launch latency (2 µs) is an estimate
 constexpr GpuFigures H200 = {"NVIDIA H200 SXM", 4.8e12, 67e12, 495e12, 2e-6, 132 * 128};
+// NVIDIA's H100 SXM datasheet: 3.35 TB/s HBM3, the H200's arithmetic and SMs; the same latency estimate
+constexpr GpuFigures H100 = {"NVIDIA H100 SXM", 3.35e12, 67e12, 495e12, 2e-6, 132 * 128};
+
+// The figures of the GPU named `device` (device_name's words) where they are here: an H100 SXM
+// ("NVIDIA H100 80GB HBM3") or an H200; any other GPU, and the emulation, get the H200's, which
+// the tables then name as not this GPU's (*own false)
+inline const GpuFigures& bound_figures(const std::string& device, bool* own) {
+    const bool h100 = device.find("H100") != std::string::npos &&
+                      (device.find("HBM3") != std::string::npos || device.find("SXM") != std::string::npos);
+    *own = h100 || device.find("H200") != std::string::npos;
+    return h100 ? H100 : H200;
+}
 
 // a launch with more than this walk, on fewer threads than the GPU's lanes: a serial chain
 constexpr double SERIAL_WALK = 256;

@@ -96,6 +96,7 @@ struct MatmulLt {
     std::map<MatmulLtKey, MatmulLtPlan>& plans = *new std::map<MatmulLtKey, MatmulLtPlan>();
     // the fallback notes printed: two keys that differ only in their pointers' alignments say one
     std::set<std::string>& notes = *new std::set<std::string>();
+    size_t fallbacks = 0;  // the calls version 1 ran in version 2's place (the kernel lab marks its rows by it)
 };
 
 inline MatmulLt& matmul_lt() {
@@ -219,7 +220,10 @@ inline bool lt_matmul(const Kernels& kernels, const char* what, cublasLtEpilogue
         if (!found->second.ok) lt_fallback_note("has no algorithm", what, m, n, k);
     }
     MatmulLtPlan& plan = found->second;
-    if (!plan.ok) return false;
+    if (!plan.ok) {
+        lt.fallbacks++;
+        return false;
+    }
     // this call's pointers (the plan may have been made with another call's, of the same alignment)
     const void *bias_pointer = bias, *aux_pointer = aux;
     if (bias)
@@ -245,6 +249,7 @@ inline bool lt_matmul(const Kernels& kernels, const char* what, cublasLtEpilogue
     if (recording) profiler().end();
     if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
         plan.ok = false;  // from now on this key runs version 1's way without asking
+        lt.fallbacks++;
         lt_fallback_note("refused the plan (CUBLAS_STATUS_NOT_SUPPORTED)", what, m, n, k);
         if (recording) {  // the table keeps the call, which did nothing on the device
             profiler().calls.back().name += ": refused";

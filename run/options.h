@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
-#include "gpu/cuda.cuh"      // build_text: which build this is, by which compilers
+#include "gpu/cuda.cuh"      // print_version: the commit and the build settings
 #include "layers/errors.h"   // fail()
 #include "prior/inits.cuh"   // INITS, find_init, init_names
 #include "tasks/boolean.h"   // BOOL_BITS, parse_boolean_target: --task boolean's flags are checked here
@@ -253,12 +253,6 @@ inline std::vector<std::string> command_words(int argc, char** argv) {
     return words;
 }
 
-// The commit, the compilers and the settings this binary was built with (the Makefile compiles
-// the commit and the settings in)
-inline void print_version() {
-    printf("maskprior %s\nbuilt by %s: %s\n", MASKPRIOR_GIT_COMMIT, build_text().c_str(), MASKPRIOR_BUILD_SETTINGS);
-}
-
 inline Options parse_options(int argc, char** argv) {
     Options o;
     bool steps_given = false;
@@ -268,7 +262,7 @@ inline Options parse_options(int argc, char** argv) {
         const std::string& flag = args[i];
         given.push_back(flag);
         if (flag == "--help" || flag == "-h") { fputs(usage_text().c_str(), stdout); exit(0); }
-        if (flag == "--version") { print_version(); exit(0); }
+        if (flag == "--version") { print_version("maskprior"); exit(0); }
         if (flag == "--mask-per-head") { o.mask_per_head = true; continue; }
         if (flag == "--causal") { o.causal = true; continue; }
         if (flag == "--tf32") { o.tf32 = true; continue; }

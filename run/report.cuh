@@ -17,10 +17,6 @@
 #include "run/atomic_file.h"   // write_file
 #include "run/evaluate.cuh"    // Evaluation
 
-#ifndef MASKPRIOR_GIT_COMMIT
-#define MASKPRIOR_GIT_COMMIT "unknown"  // the Makefile passes `git describe --always --dirty`
-#endif
-
 template <typename... Args>
 inline std::string fmt(const char* format, Args... args) {
     char buf[256];

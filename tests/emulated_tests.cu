@@ -6,8 +6,7 @@
 // MASKPRIOR_EMULATED_TESTS: this program, not tests/unit_tests (which the build without CUDA also
 // compiles against the emulation): the files below leave out the CPU cases that unit_tests runs.
 #define MASKPRIOR_EMULATED_TESTS
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest/doctest.h>
+#include "test_main.h"  // doctest's main, and --version
 #include "test_gpu.cu"
 #include "test_gpu_vision.cu"
 #include "test_gpu_language.cu"

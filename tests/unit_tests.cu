@@ -1,7 +1,6 @@
 // The doctest runner: all tests in one translation unit (the layer headers define CUDA
 // kernels, which may be defined once per program, as in llm.c), built as tests/unit_tests.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest/doctest.h>
+#include "test_main.h"  // doctest's main, and --version
 #include "test_layers.cu"
 #include "test_attention.cu"
 #include "test_fast_paths.cu"
