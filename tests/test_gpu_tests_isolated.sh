@@ -1,12 +1,16 @@
 #!/bin/sh
 # tests/test_gpu_tests_isolated.sh: tests/gpu_tests_isolated.sh, the way make gpu-check runs the GPU
 # cases, on a doctest program with a crash planted in one case (make check; about 15 s, most of it
-# compiling doctest). Its two families: main.cpp, two cases that pass; planted.h, a case that passes,
+# compiling doctest). Its three families: main.cpp, two cases that pass; planted.h, a case that passes,
 # one that raises SIGSEGV, one that fails an assertion, one that exits in the middle as cudaCheck does
-# on a sticky CUDA error, one that hangs, and one that passes after them. The runner must report the
-# passing ones ok, name the crashed, failed and hung ones, and exit 1; report a family that fails
-# without crashing by its failing case; a family cut by --total as not finished (exit 3); exit 0
-# when every case passes and 77 when none matches. Then,
+# on a sticky CUDA error, one that hangs, and one that passes after them; gpu.h, two "GPU cases" that
+# skip themselves under MASKPRIOR_TESTS_WITHOUT_GPU (one with commas in its name) and a CPU case
+# whose name says gpu. The runner must report the passing ones ok, name the crashed, failed and hung
+# ones, and exit 1; report a family that fails without crashing by its failing case; a family cut by
+# --total as not finished (exit 3); exit 0 when every case passes and 77 when none matches; with
+# --gpu-cases choose the two GPU cases alone (where the filter "*GPU*" also takes the CPU case),
+# with --first run the named one first, in a part of its own; and when sent SIGTERM, stop the part
+# then running, timeout(1)'s process group and all, before it exits. Then,
 # when tests/emulated_tests is built, the same runner on two of its files, a process each, and again
 # with a bad MASKPRIOR_EMU_CUBLASLT, which ends matmul version 2's case in the middle: the other file
 # must pass, and the case be named. Exit 0 when all hold.
@@ -19,6 +23,14 @@ cat > "$tmp/main.cpp" <<'EOF'
 TEST_CASE("passes in a family of its own") { CHECK(1 + 1 == 2); }
 TEST_CASE("passes in a family of its own, again") { CHECK(2 + 2 == 4); }
 #include "planted.h"
+#include "gpu.h"
+EOF
+cat > "$tmp/gpu.h" <<'EOF'
+#include <cstdlib>
+static const bool NO_GPU = getenv("MASKPRIOR_TESTS_WITHOUT_GPU") != nullptr;
+TEST_CASE("GPU kernels match the CPU" * doctest::skip(NO_GPU)) { CHECK(true); }
+TEST_CASE("a training step on the GPU, with commas, matches the CPU's" * doctest::skip(NO_GPU)) { CHECK(true); }
+TEST_CASE("tools/bench_gpu.py still runs (a CPU case)") { CHECK(true); }
 EOF
 cat > "$tmp/planted.h" <<'EOF'
 #include <csignal>
@@ -62,7 +74,8 @@ expect "the exit in a case" "  CRASHED  \"exits in the middle, as cudaCheck does
     "$tmp/all.out"
 expect "the hang" "  CRASHED  \"hangs\" (timed out after 3 s)" "$tmp/all.out"
 expect "the case after them" "  ok       \"passes after them\"" "$tmp/all.out"
-expect "the summary" "gpu_tests_isolated: 4 of 8 cases passed; FAILED: \"fails an assertion\"; CRASHED:\
+expect "the other families, in one process each" "ok       gpu.h: 3 cases (" "$tmp/all.out"
+expect "the summary" "gpu_tests_isolated: 7 of 11 cases passed; FAILED: \"fails an assertion\"; CRASHED:\
  \"crashes with SIGSEGV\" (signal SEGV); \"exits in the middle, as cudaCheck does\" (exit 1 before doctest's\
  summary); \"hangs\" (timed out after 3 s) (" "$tmp/all.out"
 expect "the crash's own output shown" "maskprior: CUDA error at planted.h:9: an illegal memory access was encountered" \
@@ -90,6 +103,33 @@ sh tests/gpu_tests_isolated.sh "$tmp/fixture" "no such case" > "$tmp/none.out" 2
 expect_rc "no case to run" $? 77
 sh tests/gpu_tests_isolated.sh --each soon "$tmp/fixture" > "$tmp/bad.out" 2>&1
 expect_rc "a bad time limit" $? 2
+
+echo "== the GPU cases: those that skip themselves when told there is no GPU, a name filter cannot tell"
+sh tests/gpu_tests_isolated.sh --list "$tmp/fixture" "*GPU*" > "$tmp/named.out" 2>&1
+expect "a name filter takes the CPU case (doctest ignores case)" "tools/bench_gpu.py still runs" "$tmp/named.out"
+sh tests/gpu_tests_isolated.sh --list --gpu-cases "$tmp/fixture" > "$tmp/gpu.out" 2>&1
+expect_rc "listed" $? 0
+printf 'gpu.h\tGPU kernels match the CPU\ngpu.h\ta training step on the GPU, with commas, matches the CPU%ss\n' "'" \
+    > "$tmp/gpu.want"
+if cmp -s "$tmp/gpu.out" "$tmp/gpu.want"; then echo "  ok: --gpu-cases chooses the two GPU cases, and no other"
+else echo "  FAILED: --gpu-cases chose:"; cat "$tmp/gpu.out"; errors=$((errors + 1)); fi
+sh tests/gpu_tests_isolated.sh --gpu-cases --first "*commas*" "$tmp/fixture" > "$tmp/first.out" 2>&1
+expect_rc "they pass, a comma in a name and all" $? 0
+expect "--first's part first" "ok       first: *commas*: 1 case (" "$tmp/first.out"
+expect "then the file's" "ok       gpu.h: 1 case (" "$tmp/first.out"
+expect "the summary" "gpu_tests_isolated: 2 of 2 cases passed (" "$tmp/first.out"
+
+echo "== SIGTERM to the runner stops the part then running, in timeout's process group"
+sh tests/gpu_tests_isolated.sh --each 30 "$tmp/fixture" "hangs" > "$tmp/term.out" 2>&1 &
+runner=$!
+sleep 1
+kill -TERM $runner
+wait $runner
+expect_rc "stopped" $? 143
+sleep 0.5
+if pgrep -f "$tmp/fixture" > "$tmp/left.out"; then
+    echo "  FAILED: the part's processes outlived the runner:"; cat "$tmp/left.out"; errors=$((errors + 1))
+else echo "  ok: no process of the part is left"; fi
 
 if [ -x tests/emulated_tests ]; then
     echo "== tests/emulated_tests: the emulation's schedule cases, and matmul version 2's, which a bad"
