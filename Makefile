@@ -55,13 +55,15 @@
 #                   at 20 random moments each, each continued with --continue, must end bit-identical
 #                   to an uninterrupted run
 #   make test-large the logits' kernels past 2^31 floats (a GPU with ~18 GB; also in gpu-check-full)
-#   make gpu-check  on a GPU, step limits summing to at most 8 minutes, checked before it starts: the
-#                   correctness stage (a short run of each task family, the GPU tests at every kernel
-#                   version, a process per test file, make run's model GPU vs CPU), the speed stage
-#                   against PyTorch, the kernel lab and the profiles, compute-sanitizer's four tools;
-#                   then which defaults to switch. GPU_CHECK_RETURN=DIR keeps what a device call brings
-#                   back, rewritten after every step. make gpu-check-full: the paper-size runs, 9 minutes.
-#                   make gpu-check-rehearsal: the same plan here, on the emulation (docs/gpu.md)
+#   make gpu-check  on a GPU, with binaries built elsewhere (it never builds): a preflight of the GPU and
+#                   the binaries, then step limits summing to at most 8.25 minutes, checked before it
+#                   starts: the correctness stage (a short run of each task family, the GPU cases at
+#                   every kernel version, a process per test file, make run's model GPU vs CPU), the
+#                   kernel lab and the profiles, compute-sanitizer's four tools, the speed stage
+#                   against PyTorch last; then which defaults to switch. GPU_CHECK_RETURN=DIR keeps what
+#                   a device call brings back, rewritten after every step. make gpu-check-full: the
+#                   paper-size runs, 9 minutes. make gpu-check-rehearsal: the same plan and call here,
+#                   on the emulation, with planted faults (docs/gpu.md)
 #   make ptxas-report  every kernel's registers, stack and spills from ptxas, in dev/ptxas-report.txt
 #   make dev        the kernel lab (dev/): every version of a kernel checked and timed; make dev-emulated
 #                   the same programs on the CPU emulation (correctness only)
@@ -108,7 +110,7 @@ ARCH      ?= $(or $(GPU_ARCH),90)
 # the commit the binary is built from, recorded in every run's metrics.json
 GIT_COMMIT := $(or $(shell git describe --always --dirty 2>/dev/null),unknown)
 # an extra include folder (the GPU machine has no Debian packages: make gpu-include copies
-# the doctest, nlohmann and stb headers to gpu_include/, which gpu-check passes here)
+# the doctest, nlohmann and stb headers to gpu_include/, for a build there by hand)
 EXTRA_INCLUDE ?=
 # the Python with PyTorch: Debian's python3-torch lives in /usr/bin/python3
 PYTHON    ?= /usr/bin/python3
@@ -378,7 +380,8 @@ test-large: tests/unit_tests
 	MASKPRIOR_LARGE_TESTS=1 ./tests/unit_tests --no-intro=true -tc="*past 2^31*"
 
 # Copies the headers of the Debian packages the build needs into gpu_include/ (git-ignored),
-# for a GPU machine without them: carry gpu_include there; gpu-check uses it when present.
+# for a GPU machine without them: carry gpu_include there and build with EXTRA_INCLUDE=gpu_include
+# (make gpu-check never builds: it takes the binaries carried).
 # (Linking there also needs libz.so: building here with ARCH=90 HOST_MARCH=x86-64-v3 and
 # carrying the binaries avoids both.)
 gpu-include: deps-test

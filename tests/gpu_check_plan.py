@@ -1,12 +1,15 @@
 """The plan of make gpu-check (tests/gpu_check.py): its stages and steps, each step's estimate of its
-GPU time (an estimate, with where it comes from), its limit, and what it runs.
+GPU time (an estimate, with where it comes from), its limit, what it runs, the binaries it runs
+(a binary that fails the preflight blocks it) and the switches of the defaults it can block.
 
-Stages, in the order of what they decide:
-  quick tier (make gpu-check), 480 s:
-    a correctness: a short run of each task family, the GPU test cases, make run's model GPU vs CPU
-    b speed: the paper-size and make-run steps against PyTorch eager, torch.compile, reduce-overhead
+Stages, in the order of what they decide (the quick tier's speed stage last: it decides nothing):
+  quick tier (make gpu-check), 495 s of limits:
+    a correctness: a short run of each task family; the GPU test cases (the cases that skip
+      themselves without a GPU, a process per file); make run's model GPU vs CPU, deciding on its
+      first DECIDING_STEPS steps, the default kernels, then each faster choice alone
     c the kernel lab (every version checked and timed) and the per-kernel profiles
-    d compute-sanitizer's four tools on the kernel tests
+    d compute-sanitizer's four tools on the kernel tests, attention's first
+    b speed: the paper-size and make-run steps against PyTorch eager, torch.compile, reduce-overhead
   full tier (make gpu-check-full), 540 s:
     e the paper's Boolean table at GOTU's size, as many runs as its limit holds
     f arithmetic at Lee et al.'s size: add3 at 0.4% of the pairs, mul2 at 3%
@@ -16,67 +19,90 @@ Stages, in the order of what they decide:
     i the rest of the speed tables: both mask variants, each flag alone, the attention layer alone
 
 A step is a function step(check) that runs its commands through check.run (each under the step's
-limit, the process group killed at it) and returns its rows (check.row). In a rehearsal (no GPU:
-tests/test_gpu_check.sh) a step either runs the same command lines on the emulation (check.bin names
-the emulated programs, check.size the small shapes), or, where the emulation would take minutes or
-has no peer (PyTorch on a GPU), is a stand-in that sleeps its estimate, scaled down.
+limit, every process it starts stopped at it) and returns its rows (check.row), each naming the
+switches it blocks when it fails (SWITCHES; DEFAULTS: the default kernels themselves). In a
+rehearsal (no GPU: tests/test_gpu_check.sh) a step either runs the same command lines on the
+emulation (check.cmd names the emulated programs, the shapes are small), or, where the emulation
+would take minutes or has no peer (PyTorch on a GPU), is a stand-in that sleeps its estimate, scaled.
 """
-import json
 import os
 import re
+
+from gpu_check_paper import TINY, image_task, text_task, paper_boolean, paper_arithmetic, paper_vision, \
+    paper_language, large_logits
+from gpu_check_read import metrics, compare_logs, lab_table, parts
 
 # The sources of the estimates (none of them a measurement of this version on a GPU):
 FIRST_GPU = ("the first GPU session (2026-11-30, one H200, the first kernels): the paper-size 2parity step "
              "59 ms, a 20-epoch run 129 s; PyTorch eager 18 ms, torch.compile 12.4 ms")
-START = "a process's start on a GPU (CUDA context, cuBLAS handle): about 2 s, from CUDA's usual costs"
+START = ("a process's start on a GPU (CUDA context, cuBLAS handle): about 2 s, from CUDA's usual costs; the "
+         "first one's cold start is the preflight's warm-up, outside the limits")
 CPU_PART = ("the CPU part as timed on the 2-core AMD EPYC that builds it (the emulated GPU cases: 50 s, "
             "kernels emulated); the GPU machine has 16 cores")
 COMPILE = "tools/bench_gpu.py's own estimate: its compiles capped at 30 s each (COMPILE_CAP)"
 SANITIZER = ("compute-sanitizer slows kernels 10-100x (NVIDIA's documentation); what does not finish in the "
              "limit is a row of its own, the rest still reported")
 
-# the paper-size 2parity model (GOTU's), and the tiny model of the short runs and of the rehearsal
+# What the verdict weighs: each faster choice that could become a default, by key: (its flag, what
+# is kept without it). A row names the keys it blocks when it fails; DEFAULTS, the default kernels.
+SWITCHES = {"attention 3": ("attention kernel 3", "attention kernel 1"),
+            "fast": ("--fast-kernels", "the first versions of the other layers"),
+            "matmul 2": ("--matmul-kernel 2", "matmul kernel 1"),
+            "graph": ("--cuda-graph", "call by call")}
+DEFAULTS = "defaults"
+
+# the paper-size 2parity model (GOTU's); the short runs' tiny model (TINY, gpu_check_paper.py)
 PAPER = ("--task 2parity --device cuda --width 256 --layers 12 --heads 6 --head-size 64 --mlp 256 "
          "--optimizer adam --lr 1e-5 --wd 1e-3 --batch 256").split()
-TINY = "--width 16 --layers 1 --heads 2 --head-size 8 --mlp 16 --batch 32".split()
 SHORT = ["--device", "cuda"] + TINY + ["--steps", "5", "--eval-every", "5"]
 FASTEST = ["--attention-kernel", "3", "--fast-kernels"]
 ALL_FAST = FASTEST + ["--matmul-kernel", "2", "--cuda-graph"]
 # the note a --matmul-kernel 2 run prints where cuBLASLt turned a product down (layers/matmul_lt.cuh)
 FALLBACK_NOTE = re.compile(r"maskprior: note: cuBLASLt .* matmul version 1 runs it")
-# the GPU cases a rehearsal runs: two families, a process each (tests/test_gpu_tests_isolated.sh's)
-REHEARSAL_CASES = "emulation: MASKPRIOR_EMU_SCHEDULE*,GPU matmul version 2 (*"
+
+# The GPU cases: the cases of tests/unit_tests that skip themselves without a GPU (--gpu-cases), a
+# process per test file. A family's failure blocks what its file checks (the rest: the defaults).
+FAMILY_BLOCKS = {"tests/test_gpu_matmul.cu": ["matmul 2"], "tests/test_gpu_graph.cu": ["graph"],
+                 "tests/test_gpu_fused.cu": ["attention 3", "fast"], "tests/test_gpu_profile.cu": []}
+# a rehearsal's GPU cases: two small families of tests/emulated_tests
+REHEARSAL_CASES = "GPU AdamW: each range*,GPU matmul version 2 (*"
+# the sanitizers: the kernel tests (the GPU cases named "GPU ..."), attention's first
+SANITIZER_CASES, SANITIZER_FIRST = "GPU *", "GPU attention*"
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+# the tools no GPU has run gpu-check's cases under yet: their rows report and decide nothing until
+# a GPU's summary shows them run (memcheck and racecheck ran on the H200 of 2026-11-30; docs/gpu.md)
+UNPROVEN_TOOLS = ("synccheck", "initcheck")
+
+# make run's model GPU vs CPU. Adam turns rounding differences into lr-sized steps, so the
+# comparison decides on the evaluations of the first DECIDING_STEPS steps, at TOLERANCE, and
+# reports the largest difference of the evaluations after them (to COMPARED_STEPS), deciding nothing.
+COMPARED_STEPS, EVAL_EVERY, DECIDING_STEPS = 250, 10, 20
+# |gpu - cpu| <= abs + rel |cpu|: the tests' tolerance for reductions. Measured (docs/gpu.md): over
+# 20 steps, kernel versions whose sums run in other orders differ from each other and from the CPU
+# by 1.4e-7 at most on the emulation, 2.5e-4 of it; a GPU's fused multiply-adds and own expf are
+# rounding-level changes of the same kind, left a margin of some 4,000.
+TOLERANCE = (1e-4, 1e-3)
+MEASURED = ("the tolerance: 20 steps of kernel versions summing in other orders differ by 1.4e-7 at most on the "
+            "emulation, 2.5e-4 of 1e-4 + 1e-3 |CPU| (docs/gpu.md)")
 
 
 class Step:
-    def __init__(self, stage, key, name, estimate, limit, source, run, rehearse=True):
+    def __init__(self, stage, key, name, estimate, limit, source, run, uses, blocks, rehearse=True):
         self.stage, self.key, self.name = stage, key, name
         self.estimate, self.limit, self.source = estimate, limit, source  # seconds; estimate is an estimate
         self.run = run            # run(check) -> [rows]
+        self.uses = uses          # the binaries it runs (gpu_check_preflight's keys; "cpu": ./maskprior on the CPU)
+        # what is left unchecked when it does not run or finish, and what its rows block by default
+        # (DEFAULTS: everything); a row may block more (a lab's version 1 missing: the defaults)
+        self.blocks = blocks
         self.rehearse = rehearse  # False: a stand-in in a rehearsal
-
-
-def metrics(folder, *keys):
-    """The run's final `keys` from its metrics.json (a list: one value a layer), and its time."""
-    m = json.load(open(os.path.join(folder, "metrics.json")))
-    value = lambda v: " ".join("%.2f" % x for x in v) if isinstance(v, list) else "%.4f" % v
-    return ", ".join("%s %s" % (k, value(m[k])) for k in keys if k in m) + ", %.0f s" % m["seconds"]
-
-
-def last_eval(folder, *keys):
-    """The last evaluation a run logged (log.jsonl), for one that did not finish."""
-    try:
-        lines = open(os.path.join(folder, "log.jsonl")).read().split("\n")
-        last = json.loads([line for line in lines if line.strip()][-1])
-    except (OSError, IndexError, ValueError):
-        return "no evaluation logged"
-    return "step %d: " % last["step"] + ", ".join("%s %.4f" % (k, last[k]) for k in keys if k in last)
 
 
 # ---- stage a: correctness ----------------------------------------------------------------------
 
 def short_run(family):
-    """A five-step run of a tiny model of one task family on the GPU, in a process of its own."""
+    """A five-step run of a tiny model of one task family on the GPU, in a process of its own; its
+    row fails where the metric it reports is not a number."""
     def step(check):
         name = "short run: " + family
         if family == "Boolean":
@@ -84,85 +110,102 @@ def short_run(family):
         elif family == "arithmetic":
             task, key = ["--task", "add3", "--max-test", "32"], "seq_acc"
         elif family == "images":
-            task, key = check.image_task(), "acc"
+            task, key = image_task(check), "acc"
         else:
-            task, key = check.text_task(), "val_loss"
+            task, key = text_task(check), "val_loss"
         if not task:
             return [check.row(name, "skipped", "no data: neither installed nor written here")]
-        out = check.path("short-" + family)
-        rc = check.run([check.bin("maskprior")] + task + SHORT + ["--out", out], "short-%s.log" % family)
-        if rc == 0:
-            return [check.row("%s (%s)" % (name, task[1]), "ok", metrics(out, key))]
-        return [check.failed("%s (%s)" % (name, task[1]), rc, "short-%s.log" % family)]
+        out, log = check.path("short-" + family), "short-%s.log" % family
+        rc = check.run(check.cmd("maskprior", task + SHORT + ["--out", out]), log)
+        name = "%s (%s)" % (name, task[1])
+        if rc != 0:
+            return [check.failed(name, rc, log)]
+        text, not_numbers = metrics(check, out, key)
+        if not_numbers:
+            return [check.row(name, "FAILED", "not a number: %s (%s)" % (text, log))]
+        return [check.row(name, "ok", text)]
     return step
 
 
 def gpu_cases(check):
-    """The GPU test cases (every kernel at every version against the CPU, whole steps GPU vs CPU, a
-    short run that learns), a process per test file (tests/gpu_tests_isolated.sh)."""
-    binary, cases = ("tests/emulated_tests", REHEARSAL_CASES) if check.rehearse else ("tests/unit_tests", "*GPU*")
-    rc = check.run(["sh", "tests/gpu_tests_isolated.sh", "--each", "80", "--total", str(check.limit - 5),
-                    "--logs", check.path("tests-gpu"), binary, cases], "tests-gpu.log")
-    return [check.isolated_row("unit tests (GPU cases)", "tests-gpu.log", rc)]
+    """The GPU test cases (every kernel at every version against the CPU, whole steps GPU vs CPU,
+    graph replays, matmul version 2, --profile's records, a short run that learns), a process per
+    test file (tests/gpu_tests_isolated.sh --gpu-cases); a row per file."""
+    narrow = [REHEARSAL_CASES] if check.rehearse else []
+    rc = check.run(["sh", "tests/gpu_tests_isolated.sh", "--gpu-cases", "--each", "80", "--total",
+                    str(max(1, int(check.limit) - 5)), "--logs", check.path("tests-gpu"),
+                    check.binary("tests/unit_tests")] + narrow, "tests-gpu.log")
+    found = parts(check.read("tests-gpu.log"))
+    if not found:
+        return [check.isolated_row("GPU cases", "tests-gpu.log", rc)]
+    rows = [check.row("GPU cases: " + os.path.basename(family), status, rest,
+                      blocks=FAMILY_BLOCKS.get(family, [DEFAULTS])) for status, family, rest in found]
+    if rc in (124, 137):
+        rows.append(check.failed("GPU cases", rc, "tests-gpu.log"))
+    return rows
 
 
-def compare_logs(gpu_log, cpu_log):
-    """(None, worst) when every value of every evaluation of two log.jsonl files agrees within the
-    tests' tolerance for reductions (1e-4 absolute + 1e-3 relative), else (the first disagreement,
-    worst); worst: the largest difference seen, relative to the tolerance."""
-    gpu = [json.loads(line) for line in open(gpu_log) if line.strip()]
-    cpu = [json.loads(line) for line in open(cpu_log) if line.strip()]
-    if len(gpu) != len(cpu) or not cpu:
-        return "%d evaluations on the GPU, %d on the CPU" % (len(gpu), len(cpu)), 0.0
-    worst = 0.0
-    for g, c in zip(gpu, cpu):
-        if sorted(g) != sorted(c):
-            return "step %s: other keys" % c.get("step"), worst
-        for key in c:
-            gv, cv = g[key], c[key]
-            pairs = list(zip(gv, cv)) if isinstance(cv, list) else [(gv, cv)]
-            if isinstance(cv, list) and len(gv) != len(cv):
-                return "step %s: %s has %d values, %d on the CPU" % (c["step"], key, len(gv), len(cv)), worst
-            for a, b in pairs:
-                if a is None or b is None:
-                    if a is not b:
-                        return "step %s: %s %s, %s on the CPU" % (c["step"], key, a, b), worst
-                    continue
-                ratio = abs(a - b) / (1e-4 + 1e-3 * abs(b)) if a == a else float("inf")  # NaN never agrees
-                worst = max(worst, ratio)
-                if not ratio <= 1.0:
-                    return "step %s: %s %.6g, %.6g on the CPU" % (c["step"], key, a, b), worst
-    return None, worst
+def cpu_reference(check, init, base):
+    """The CPU's log.jsonl of make run's model at `init` (made once, by the first step that needs it):
+    (exit status, its path)."""
+    out = check.path("make-run-cpu-" + init)
+    if os.path.exists(os.path.join(out, "log.jsonl")):
+        return 0, os.path.join(out, "log.jsonl")
+    rc = check.run([check.binary("cpu"), "--device", "cpu", "--init", init] + base + ["--out", out],
+                   "make-run-cpu-%s.log" % init)
+    return rc, os.path.join(out, "log.jsonl")
 
 
-def make_run_vs_cpu(check):
-    """make run's model (maj3, seed 1, each init, experiments/headline.sh's flags) for 250 steps on the
-    GPU and on the CPU, every evaluation's values within the tests' tolerance; the mask init again
-    with every faster kernel."""
-    base = ["--task", "maj3", "--optimizer", "adam", "--seed", "1", "--steps", "250", "--eval-every", "50"]
-    if check.rehearse:  # the emulation evaluates the whole cube in about 13 s: a tiny add3 model instead
-        base = ["--task", "add3", "--max-test", "32"] + TINY + ["--steps", "4", "--eval-every", "2"]
-    runs = [(init, []) for init in ("default", "qk-svd", "qk-opt", "mask")] + [("mask", ALL_FAST)]
-    failures, worst = [], 0.0
-    for init, extra in runs:
-        label = init + (" (fastest kernels)" if extra else "")
-        tag = init + ("-fast" if extra else "")
-        gpu_out, cpu_out = check.path("make-run-gpu-" + tag), check.path("make-run-cpu-" + init)
-        rc = check.run([check.bin("maskprior"), "--device", "cuda", "--init", init] + base + extra +
-                       ["--out", gpu_out], "make-run-gpu-%s.log" % tag)
-        if rc == 0 and not os.path.exists(os.path.join(cpu_out, "log.jsonl")):
-            rc = check.run(["./maskprior", "--device", "cpu", "--init", init] + base + ["--out", cpu_out],
-                           "make-run-cpu-%s.log" % init)
+def make_run_vs_cpu(runs):
+    """make run's model (maj3, seed 1, experiments/headline.sh's flags) for COMPARED_STEPS steps on the
+    GPU and on the CPU, a row for each of `runs` [(label, its inits, its flags, what it blocks)]: the
+    evaluations of the first DECIDING_STEPS steps within TOLERANCE decide; the largest difference
+    after them is reported. With --matmul-kernel 2, cuBLASLt's turning a product down (its note)
+    fails the row: version 1 ran the product."""
+    def step(check):
+        base = ["--task", "maj3", "--optimizer", "adam", "--seed", "1", "--steps", str(COMPARED_STEPS),
+                "--eval-every", str(EVAL_EVERY)]
+        deciding = DECIDING_STEPS
+        if check.rehearse:  # the emulation evaluates the whole cube in about 13 s: a tiny add3 model instead
+            base, deciding = ["--task", "add3", "--max-test", "32"] + TINY + ["--steps", "6", "--eval-every", "2"], 4
+        return [compared(check, "make run's model, GPU vs CPU: " + label, inits, flags, blocks, base, deciding)
+                for label, inits, flags, blocks in runs]
+    return step
+
+
+def compared(check, name, inits, flags, blocks, base, deciding):
+    """The row of one comparison of make run's model (make_run_vs_cpu): a run that fails is that init's
+    finding, and the inits compared before it keep theirs; one stopped at the limit ends the row."""
+    findings, compared_inits, worst, after, unfinished = [], [], 0.0, (0.0, None, None), False
+    for init in inits:
+        tag = init + "".join("-" + f.strip("-") for f in flags)
+        gpu_out, log = check.path("make-run-gpu-" + tag), "make-run-gpu-%s.log" % tag
+        rc = check.run(check.cmd("maskprior", ["--device", "cuda", "--init", init] + base + flags + ["--out", gpu_out]),
+                       log)
+        if rc == 0:
+            rc, cpu_log = cpu_reference(check, init, base)
+            log = log if rc == 0 else "make-run-cpu-%s.log" % init
         if rc != 0:
-            return [check.failed("make run's model, GPU vs CPU", rc, "make-run-gpu-%s.log" % tag)]
-        disagreement, w = compare_logs(os.path.join(gpu_out, "log.jsonl"), os.path.join(cpu_out, "log.jsonl"))
-        worst = max(worst, w)
-        if disagreement:
-            failures.append("%s: %s" % (label, disagreement))
-    detail = "%d runs; the largest difference %.2f of the tolerance (1e-4 + 1e-3 |CPU|)" % (len(runs), worst)
-    if failures:
-        return [check.row("make run's model, GPU vs CPU", "FAILED", "; ".join(failures) + "; " + detail)]
-    return [check.row("make run's model, GPU vs CPU", "ok", "every evaluation agrees: " + detail)]
+            failed = check.failed(name, rc, log)
+            unfinished = failed["status"] == "did not finish"
+            findings.append("%s: %s" % (init, failed["detail"]))
+            if unfinished:
+                break
+            continue
+        if "--matmul-kernel" in flags and FALLBACK_NOTE.search(check.read(log)):
+            findings.append("%s: cuBLASLt turned products down and matmul version 1 ran them (%s)" % (init, log))
+        finding, w, a = compare_logs(check, os.path.join(gpu_out, "log.jsonl"), cpu_log, deciding, TOLERANCE)
+        worst, after = max(worst, w), max(after, a, key=lambda x: x[0])
+        compared_inits.append(init)
+        if finding:
+            findings.append("%s: %s" % (init, finding))
+    detail = "%s compared: the first %d steps' evaluations within %g + %g |CPU| (the largest difference %.2f " \
+        "of it)" % (" ".join(compared_inits) or "none", deciding, TOLERANCE[0], TOLERANCE[1], worst)
+    if after[1] is not None:
+        detail += "; after them, deciding nothing: the largest %.1f times it (step %s, %s)" % after
+    failing = len(findings) > (1 if unfinished else 0)
+    status = "FAILED" if failing else "did not finish" if unfinished else "ok"
+    return check.row(name, status, "; ".join(findings + [detail]), blocks=blocks)
 
 
 # ---- stage b: speed ------------------------------------------------------------------------------
@@ -185,18 +228,34 @@ def attention_bench(check):
 # ---- stage c: the kernel lab and the profiles ------------------------------------------------------
 
 def lab(program):
+    """A lab program: every version against the CPU. A missing version 1 blocks the defaults, version
+    3 of attention attention kernel 3, version 2 of the matmul matmul kernel 2 (so does a row that
+    fell back to version 1: dev/matmul's exit 3)."""
+    candidate = {"matmul": (2, "matmul 2")}.get(program, (3, "attention 3"))
     def step(check):
-        cmd = ["./dev/%s-emulated" % program, "--quick"] if check.rehearse else ["./dev/" + program]
-        rc = check.run(cmd, "dev-%s.txt" % program)
-        check.speed_tables("dev-%s.txt" % program)
+        log = "dev-%s.txt" % program
+        rc = check.run(check.cmd("dev/" + program, ["--quick"] if check.rehearse else []), log)
+        check.speed_tables(log)
+        failing, fell_back = lab_table(check.read(log))
+        name = "dev/" + program
         if rc == 0:
-            return [check.row("dev/" + program, "ok", "every version matches the CPU (its table in speed.txt)")]
-        return [check.failed("dev/" + program, rc, "dev-%s.txt" % program)]
+            return [check.row(name, "ok", "every version matches the CPU (its table in speed.txt)")]
+        if rc == 3 and not failing:
+            return [check.row(name, "FAILED", "cuBLASLt turned down %d rows' products and version 1 ran them (FELL "
+                              "BACK in speed.txt): version 2 not checked on this GPU" % fell_back, blocks=["matmul 2"])]
+        blocks = [DEFAULTS] if 1 in failing or not failing else []
+        blocks += [candidate[1]] if candidate[0] in failing else []
+        row = check.failed(name, rc, log)
+        if failing:
+            row["detail"] = "version %s misses the CPU; " % " and ".join(map(str, sorted(failing))) + row["detail"]
+        row["blocks"] = blocks
+        return [row]
     return step
 
 
-PROFILES = {"default": ("the default kernels", []), "fastest": ("the fastest kernels", FASTEST),
-            "graph": ("the fastest, matmul 2, as one CUDA graph", ALL_FAST)}
+PROFILES = {"default": ("the default kernels", [], [DEFAULTS]),
+            "fastest": ("the fastest kernels", FASTEST, ["attention 3", "fast"]),
+            "graph": ("the fastest, matmul 2, as one CUDA graph", ALL_FAST, ["matmul 2", "graph"])}
 
 
 def profile(kernels):
@@ -204,193 +263,104 @@ def profile(kernels):
     def step(check):
         model = PAPER if not check.rehearse else ["--task", "2parity", "--device", "cuda"] + TINY
         log = "profile-%s.txt" % kernels
-        rc = check.run([check.bin("maskprior")] + model + PROFILES[kernels][1] + ["--profile", "2"], log)
+        rc = check.run(check.cmd("maskprior", model + PROFILES[kernels][1] + ["--profile", "2"]), log)
         check.speed_tables(log)
         name = "profile: " + PROFILES[kernels][0]
         if rc != 0:
-            return [check.failed(name, rc, log)]
+            return [check.failed(name, rc, log, blocks=PROFILES[kernels][2])]
         if FALLBACK_NOTE.search(check.read(log)):
             return [check.row(name, "FAILED", "cuBLASLt turned products down and version 1 ran them (its note)",
-                              blocks="matmul 2")]
-        return [check.row(name, "ok", "its table in speed.txt")]
+                              blocks=["matmul 2"])]
+        return [check.row(name, "ok", "its table in speed.txt", blocks=PROFILES[kernels][2])]
     return step
 
 
 # ---- stage d: compute-sanitizer ------------------------------------------------------------------
 
-TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
-
-
 def sanitizers(check):
-    """The kernel tests (the cases named "GPU ...") under each tool, the four at once, 4 threads each for
-    the CPU references; a runtime that refuses a tool is "refused", a tool that runs out of time "did
-    not finish" with what it checked."""
+    """The kernel tests (the GPU cases named "GPU ...", attention's first) under each tool, the four
+    at once, 4 threads each for the CPU references; a runtime that refuses a tool is "refused", a tool
+    that runs out of time "did not finish" with what it checked; UNPROVEN_TOOLS report, not decide."""
     sanitizer = check.sanitizer()
     if not sanitizer:
         return [check.row("compute-sanitizer " + tool, "not run", "no compute-sanitizer here") for tool in TOOLS]
-    binary, cases = ("tests/emulated_tests", REHEARSAL_CASES) if check.rehearse else ("tests/unit_tests", "GPU *")
+    cases = REHEARSAL_CASES if check.rehearse else SANITIZER_CASES
     jobs = []
     for tool in TOOLS:
         wrap = "env" if check.rehearse else "%s --tool %s --error-exitcode 9" % (sanitizer, tool)
-        jobs.append((["sh", "tests/gpu_tests_isolated.sh", "--each", "60", "--total", str(check.limit - 5),
-                      "--logs", check.path("sanitizer-" + tool), "--wrap", wrap, binary, cases],
-                     "sanitizer-%s.log" % tool))
+        jobs.append((["sh", "tests/gpu_tests_isolated.sh", "--gpu-cases", "--first", SANITIZER_FIRST, "--each", "60",
+                      "--total", str(max(1, int(check.limit) - 5)), "--logs", check.path("sanitizer-" + tool),
+                      "--wrap", wrap, check.binary("tests/unit_tests"), cases], "sanitizer-%s.log" % tool))
     codes = check.run_parallel(jobs, env={"OMP_NUM_THREADS": "4"})
     rows = []
     for tool, (_, log), rc in zip(TOOLS, jobs, codes):
         name = "compute-sanitizer " + tool + (" (rehearsal: no tool, env)" if check.rehearse else "")
         if rc != 0 and re.search(r"Device not supported|not supported on this|is not supported", check.read(log)):
-            rows.append(check.row(name, "refused", "refused by this machine's runtime (not a failure)"))
+            row = check.row(name, "refused", "refused by this machine's runtime (not a failure)")
         else:
-            rows.append(check.isolated_row(name, log, rc))
+            row = check.isolated_row(name, log, rc)
+        if row["status"] == "did not finish":  # a slow tool is not a finding: what it checked is in its row
+            row["decides"] = False
+        if tool in UNPROVEN_TOOLS:
+            row.update(decides=False, detail=row["detail"] + " (reported, not deciding: no GPU has run gpu-check's "
+                       "cases under %s yet; docs/gpu.md)" % tool)
+        rows.append(row)
     return rows
 
 
-# ---- stages e-h: the paper-size runs -------------------------------------------------------------
-
-def table_runs(lines, root, check, jobs):
-    """Runs the table's `lines` ("FOLDER FLAGS", experiments/run_many.sh's) under root, JOBS at once,
-    in their order, until the step's limit; in a rehearsal each at the tiny size for 6 steps."""
-    out = []
-    for line in lines:
-        folder, flags = line.split(" ", 1)
-        if check.rehearse:
-            flags = re.sub(r"--(epochs|steps) \d+", "", flags) + " " + " ".join(TINY) + " --steps 6 --eval-every 6"
-        out.append(os.path.join(root, os.path.basename(folder)) + " " + flags)
-    with open(check.path(os.path.basename(root) + "-runs.txt"), "w") as f:
-        f.write("\n".join(out) + "\n")
-    return check.run(["sh", "-c", "sh experiments/run_many.sh < '%s'" % f.name], os.path.basename(root) + ".log",
-                     env={"JOBS": str(jobs)})
-
-
-def paper_boolean(check):
-    """make table-boolean BOOLEAN_ARGS=--paper's runs, 2parity and maj3 first, mask and default first,
-    seeds 1-3, three at once on the one GPU (docs/gpu.md says why three), for as long as the limit
-    holds; then the table from the runs that finished (tools/boolean_table.py)."""
-    listed = check.output(["sh", "experiments/boolean_table.sh", "--paper"], env={"SCHEDULER": "list"}).split("\n")
-    rank = lambda line: (("2parity" not in line and "maj3" not in line),
-                         not re.search(r"-(mask|default)-s", line), int(line.rsplit("--seed ", 1)[1]),
-                         "maj3" in line, "-default-" in line)
-    lines = sorted([line for line in listed if line.strip()], key=rank)
-    if check.rehearse:
-        lines = lines[:6]
-    root = check.path("table-boolean-paper")
-    rc = table_runs(lines, root, check, jobs=3)
-    finished = [d for d in sorted(os.listdir(root)) if os.path.exists(os.path.join(root, d, "metrics.json"))] \
-        if os.path.isdir(root) else []
-    table = check.output([check.python, "tools/boolean_table.py", root]) if finished else ""
-    check.tables("the Boolean table at GOTU's size: the %d runs that finished of %d" % (len(finished), len(lines)),
-                 table)
-    detail = "%d of %d runs finished (%s); the table in tables.txt" % (len(finished), len(lines),
-                                                                      " ".join(finished) or "none")
-    if rc not in (0, 124):
-        return [check.failed("Boolean table, GOTU's size", rc, os.path.basename(root) + ".log")]
-    return [check.row("Boolean table, GOTU's size", "ok" if finished else "did not finish", detail)]
-
-
-ADD3 = "--task add3 --data-frac 0.004 --steps 300 --eval-every 300"
-MUL2 = "--task mul2 --data-frac 0.03 --steps 5000 --eval-every 500 --max-test 10000"
-LEE = "--width 384 --layers 6 --heads 6 --head-size 64 --mlp 1536 --batch 256 --lr 1e-3 --wd 1e-3 --seed 1"
-
-
-def paper_arithmetic(check):
-    """Lee et al.'s size: add3 at 0.4% of the pairs for 300 steps, then mul2 at 3% for the paper's
-    5000 steps (the scorecard's "does not" for mul2 was measured at C 64, L 2), default and mask,
-    two at once; a mul2 run cut by the limit reports its last evaluation."""
-    runs = [("add3-" + init, ADD3, init) for init in ("default", "mask")] + \
-           [("mul2-" + init, MUL2, init) for init in ("default", "mask")]
-    root = check.path("arithmetic-lee")
-    rc = table_runs(["%s %s %s --init %s" % (name, task, LEE, init) for name, task, init in runs], root, check, 2)
-    rows = []
-    for name, _, _ in runs:
-        folder = os.path.join(root, name)
-        if os.path.exists(os.path.join(folder, "metrics.json")):
-            rows.append(check.row("%s at Lee et al.'s size" % name, "ok",
-                                  metrics(folder, "seq_acc", "digit_acc", "prior_mass")))
-        elif rc in (0, 124):
-            rows.append(check.row("%s at Lee et al.'s size" % name, "did not finish",
-                                  last_eval(folder, "seq_acc", "digit_acc")))
-        else:
-            rows.append(check.failed("%s at Lee et al.'s size" % name, rc, "arithmetic-lee.log"))
-    return rows
-
-
-def paper_vision(check):
-    """ViT-Tiny (C 192, L 12, NH 3, HS 64, MLP 768, patch 4), mask init, batch 128, 300 steps."""
-    task = check.vision_task()
-    size = TINY + ["--patch", "7", "--steps", "6", "--eval-every", "6"] if check.rehearse else \
-        "--width 192 --layers 12 --heads 3 --head-size 64 --mlp 768 --patch 4 --batch 128 --steps 300 --eval-every 300 " \
-        "--log-every 100".split()
-    out = check.path("vit-tiny-mask")
-    rc = check.run([check.bin("maskprior")] + task + ["--device", "cuda", "--init", "mask"] + size + ["--out", out],
-                   "vit.log")
-    name = "ViT-Tiny mask (%s)" % task[1]
-    return [check.row(name, "ok", metrics(out, "acc", "train_acc", "prior_mass")) if rc == 0 else
-            check.failed(name, rc, "vit.log")]
-
-
-def paper_language(check):
-    """A language model (C 384, L 6, NH 6, HS 64, MLP 1536, T 256, batch 64), the ALiBi-shaped mask,
-    300 steps, then 100 sampled tokens."""
-    task = check.text_task(real=True)
-    if not task:
-        return [check.row("LM mask-alibi", "skipped", "no token folder (data/prepare_text.py)")]
-    size = TINY + ["--seq-len", "16", "--eval-windows", "8", "--steps", "6", "--eval-every", "6"] if check.rehearse \
-        else ("--width 384 --layers 6 --heads 6 --head-size 64 --mlp 1536 --seq-len 256 --batch 64 --steps 300 "
-              "--eval-every 300 --eval-windows 128 --log-every 100").split()
-    out = check.path("lm-alibi")
-    rc = check.run([check.bin("maskprior")] + task + ["--device", "cuda", "--init", "mask", "--mask-prior", "alibi"] +
-                   size + ["--out", out], "lm.log")
-    if rc != 0:
-        return [check.failed("LM mask-alibi", rc, "lm.log")]
-    sample = check.run([check.bin("maskprior"), "--generate", os.path.join(out, "model.safetensors"), "--prompt",
-                        "Once upon a time", "--sample-tokens", "100", "--top-k", "40", "--temperature", "0.8"],
-                       "lm-sample.txt")
-    return [check.row("LM mask-alibi", "ok", metrics(out, "val_loss", "bits_per_byte", "prior_mass") +
-                      ("; 100 tokens sampled (lm-sample.txt)" if sample == 0 else "; sampling FAILED"))]
-
-
-def large_logits(check):
-    rc = check.run(["./tests/unit_tests", "--no-intro=true", "-tc=*past 2^31*"], "large.log",
-                   env={"MASKPRIOR_LARGE_TESTS": "1"})
-    return [check.doctest_row("logits past 2^31 floats", "large.log", rc)]
-
-
-STAGES = {"a": "correctness", "b": "speed", "c": "the kernel lab and the profiles", "d": "compute-sanitizer",
+STAGES = {"a": "correctness", "c": "the kernel lab and the profiles", "d": "compute-sanitizer", "b": "speed",
           "e": "the Boolean table at GOTU's size", "f": "arithmetic at Lee et al.'s size",
           "g": "ViT-Tiny and a language model", "h": "the logits past 2^31 floats",
           "i": "the rest of the speed tables"}
-# the tiers: their stages and budget (seconds of step limits; a device call adds the start and the transfers)
-TIERS = {"quick": ("abcd", 480), "full": ("efgh", 540), "speed": ("i", 420)}
+# the tiers: their stages, in the order they run, and budget (seconds of step limits; a device call
+# adds the preflight, the stop margin, the machine's start and the transfers: docs/gpu.md)
+TIERS = {"quick": ("acdb", 495), "full": ("efgh", 540), "speed": ("i", 420)}
+MODEL = ["maskprior"]
+BINARY = MODEL + ["cpu"]
+INITS = ["default", "qk-svd", "qk-opt", "mask"]
+# each faster choice alone on the mask init, blocking itself alone
+FLAG_RUNS = [("attention kernel 3", ["mask"], ["--attention-kernel", "3"], ["attention 3"]),
+             ("--fast-kernels", ["mask"], ["--fast-kernels"], ["fast"]),
+             ("--cuda-graph", ["mask"], ["--cuda-graph"], ["graph"]),
+             ("--matmul-kernel 2", ["mask"], ["--matmul-kernel", "2"], ["matmul 2"])]
 
 STEPS = [Step("a", "short-" + family.lower(), "short run: " + family, 4, 10, START + "; 5 steps of a tiny model",
-              short_run(family)) for family in ("Boolean", "arithmetic", "images", "language")] + [
-    Step("a", "gpu-cases", "unit tests (GPU cases)", 45, 90, CPU_PART + "; about 15 test files, a process each",
-         gpu_cases),
-    Step("a", "make-run", "make run's model, GPU vs CPU", 25, 45,
-         START + "; 5 GPU runs of 250 small steps (launch-bound, about 2 ms a step) and 4 CPU runs of 1 s",
-         make_run_vs_cpu),
-    Step("b", "bench", "speed vs PyTorch (--quick)", 110, 150, FIRST_GPU + "; " + COMPILE,
-         bench(["--quick"], "bench-quick.log", "speed vs PyTorch (--quick)"), rehearse=False)] + [
-    Step("c", "dev-" + p, "dev/" + p, 5, 12, START + "; the lab's shapes, every version checked and timed", lab(p))
+              short_run(family), MODEL, [DEFAULTS]) for family in ("Boolean", "arithmetic", "images", "language")] + [
+    Step("a", "gpu-cases", "GPU cases, a process per file", 60, 100, CPU_PART + "; 14 test files, a process each",
+         gpu_cases, ["tests/unit_tests"] + MODEL, [DEFAULTS]),
+    Step("a", "make-run", "make run's model, GPU vs CPU: the default kernels", 18, 40,
+         START + "; 4 GPU runs of 250 small steps (launch-bound, about 2 ms a step) and 4 CPU runs of 2 s, each "
+         "evaluating the cube every 10 steps; " + MEASURED,
+         make_run_vs_cpu([("the default kernels", INITS, [], [DEFAULTS])]),
+         BINARY, [DEFAULTS]),
+    Step("a", "make-run-flags", "make run's model, GPU vs CPU: each faster choice alone", 14, 30,
+         START + "; 4 GPU runs of 250 steps, the mask init; " + MEASURED, make_run_vs_cpu(FLAG_RUNS), BINARY,
+         list(SWITCHES))] + [
+    Step("c", "dev-" + p, "dev/" + p, 5, 12, START + "; the lab's shapes, every version checked and timed", lab(p),
+         ["dev/" + p], ["matmul 2" if p == "matmul" else "attention 3"])
     for p in ("attention_forward", "attention_backward", "matmul")] + [
     Step("c", "profile-" + k, "profile: " + PROFILES[k][0], 6, 12, FIRST_GPU + "; a warm-up and two steps",
-         profile(k)) for k in PROFILES] + [
-    Step("d", "sanitizers", "compute-sanitizer (four tools at once)", 80, 80, SANITIZER, sanitizers),
+         profile(k), MODEL, []) for k in PROFILES] + [
+    Step("d", "sanitizers", "compute-sanitizer (four tools at once)", 80, 80, SANITIZER, sanitizers,
+         ["tests/unit_tests"], [DEFAULTS]),
+    Step("b", "bench", "speed vs PyTorch (--quick)", 110, 130, FIRST_GPU + "; " + COMPILE,
+         bench(["--quick"], "bench-quick.log", "speed vs PyTorch (--quick)"), MODEL, ["matmul 2"], rehearse=False),
     Step("e", "boolean", "Boolean table, GOTU's size", 240, 240,
          FIRST_GPU + "; three runs at once: 130 s (2parity) to 195 s (maj3) each alone, a share of that together",
-         paper_boolean),
+         paper_boolean, MODEL, []),
     Step("f", "arithmetic", "arithmetic at Lee et al.'s size", 150, 150,
          "Lee et al.'s step (C 384, L 6, batch 256) taken as half the paper-size 2parity step by FLOPs: add3 300 "
-         "steps about 10 s, mul2 5000 steps about 150 s, two at once", paper_arithmetic),
+         "steps about 10 s, mul2 5000 steps about 150 s, two at once", paper_arithmetic, MODEL, []),
     Step("g", "vit", "ViT-Tiny mask, 300 steps", 40, 60, START + "; ViT-Tiny's step about 3x the paper-size "
-         "2parity step by FLOPs", paper_vision),
+         "2parity step by FLOPs", paper_vision, MODEL, []),
     Step("g", "lm", "LM mask-alibi, 300 steps", 40, 60, START + "; the LM's step about 3x the paper-size 2parity "
-         "step by FLOPs, 100 tokens sampled", paper_language),
+         "step by FLOPs, 100 tokens sampled", paper_language, MODEL, []),
     Step("h", "large", "logits past 2^31 floats", 15, 30, START + "; ~18 GB of logits written and read twice",
-         large_logits),
+         large_logits, ["tests/unit_tests"], []),
     Step("i", "bench-full", "speed vs PyTorch (both variants, every row)", 240, 330, FIRST_GPU + "; " + COMPILE,
-         bench([], "bench-full.log", "speed vs PyTorch (every row)"), rehearse=False),
+         bench([], "bench-full.log", "speed vs PyTorch (every row)"), MODEL, ["matmul 2"], rehearse=False),
     Step("i", "bench-attention", "attention vs PyTorch", 60, 90, START + "; torch.compile and FlexAttention's "
-         "compiles, about 20 s each", attention_bench, rehearse=False),
+         "compiles, about 20 s each", attention_bench, ["dev/attention_forward", "dev/attention_backward"], [],
+         rehearse=False),
 ]
+STEPS.sort(key=lambda s: "acdbefghi".index(s.stage))  # the order they run: what they decide first
