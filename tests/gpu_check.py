@@ -117,7 +117,7 @@ class Check:
         self.ret = os.path.abspath(os.environ["GPU_CHECK_RETURN"]) if os.environ.get("GPU_CHECK_RETURN") else None
         self.env = {k: v for k, v in os.environ.items() if k not in ("OUT", "GPU_CHECK_RETURN")}
         self.env["PYTHONUNBUFFERED"] = "1"
-        self.python = os.environ.get("MASKPRIOR_PYTHON") or "python3" if self.rehearse else self.torch_python()
+        self.python = self.python_with("numpy" if self.rehearse else "torch")
         self.env["MASKPRIOR_PYTHON"] = self.python
         self.rows, self.procs = [], []
         self.plants = plants.Plants(self, opt.plant or [])
@@ -286,10 +286,11 @@ class Check:
         return found or (fallback if os.access(fallback, os.X_OK) else None)
 
     @staticmethod
-    def torch_python():
-        """$MASKPRIOR_PYTHON, else the first python3 that has PyTorch (on the GPU machine, its own)"""
+    def python_with(module):
+        """$MASKPRIOR_PYTHON, else the first python3 that has `module`: PyTorch for the benchmarks (on the
+        GPU machine, its own python3), NumPy for a rehearsal's data/prepare_text.py"""
         for p in (os.environ.get("MASKPRIOR_PYTHON", ""), "python3", "/usr/bin/python3"):
-            if p and subprocess.run([p, "-c", "import torch"], capture_output=True).returncode == 0:
+            if p and subprocess.run([p, "-c", "import " + module], capture_output=True).returncode == 0:
                 return p
         return "python3"
 

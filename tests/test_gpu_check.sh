@@ -140,7 +140,7 @@ expect_rc "it fails here" $? 1
 expect "no GPU" "-> GPU: FAILED: nvidia-smi finds none" "$tmp/preflight.out"
 march=$(./maskprior --version | sed -n 's/.*HOST_MARCH=\([^ ]*\).*/\1/p')
 if [ "$march" = x86-64-v3 ]; then ok "./maskprior is built for x86-64-v3 here: nothing to name"
-else expect "./maskprior's HOST_MARCH named" "-> binary maskprior: FAILED: HOST_MARCH=$march, not x86-64-v3" \
+else expect "./maskprior's HOST_MARCH named" "HOST_MARCH=$march, not x86-64-v3 (rebuild with \`make maskprior" \
     "$tmp/preflight.out"; fi
 expect "its commit read from the binary" "commit $(./maskprior --version | head -1 | cut -d' ' -f2)" \
     "$tmp/preflight.out"
@@ -152,6 +152,8 @@ echo "== the documented call, flown on the emulation (its command, --rehearse 0.
 OUT=$tmp/quick GPU_CHECK_WORK=$tmp/work timeout "$timeout_s" sh -c "$command --rehearse 0.02" > "$tmp/quick.out" 2>&1
 expect_rc "the rehearsal passes" $? 0
 reached "$tmp/quick" acdb
+rows "$tmp/quick" > "$tmp/quick.rows"
+if grep "|skipped|" "$tmp/quick.rows"; then bad "a step skipped in the rehearsal"; else ok "no step skipped"; fi
 returns "$tmp/quick"
 expect "the summary as text" "verdict: rehearsal, not a GPU's verdict: switch the defaults to attention kernel 3,\
  --fast-kernels, --matmul-kernel 2, --cuda-graph: every row" "$tmp/quick/summary.txt"
