@@ -15,15 +15,15 @@ whole verdict (docs/gpu.md).
 The stages and steps, each step's estimate of its GPU time (an estimate, with its source) and its
 limit, are in tests/gpu_check_plan.py. Before anything runs, the limits of the steps to run are
 summed and held to the budget (the tier's, or --budget S), and with --deadline S (the device call's
-timeout_s) the limits, the preflight's PREFLIGHT_LIMIT and STOP_MARGIN to the call's S: past either
-the check refuses to start, with a line naming each stage's sum. The preflight
+timeout_s) the limits plus the preflight's PREFLIGHT_LIMIT and STOP_MARGIN are held to S: past
+either the check refuses to start, with a line naming each stage's sum. The preflight
 (tests/gpu_check_preflight.py) checks the GPU and every carried binary and starts CUDA once,
 outside the steps' limits; a binary that fails it blocks the steps that run it. Each step then runs
-under its own limit, and with --deadline under what is left before STOP_MARGIN s ahead of the
-call's end, every process it started stopped there (its process group, and each process below
-it that took a group of its own, as timeout(1) does); a step cut "did not finish", one not reached
-"not run": rows of their own, not FAILED. Whatever time is left then goes to a second pass, inside
-the same command: each step that did not finish runs again with up to three times its limit.
+under its own limit, and with --deadline under what is left STOP_MARGIN s before the call's end,
+where every process it started is stopped (each one below it too: timeout(1) takes a process group
+of its own); a step cut "did not finish", one not reached "not run": rows of their own, not FAILED.
+Whatever time is left then goes to a second pass, inside the same command: each step that did not
+finish runs again with up to three times its limit.
 
 Reading a step's outputs is guarded: any exception there (a NaN met as null, a torn file, a bug of
 the driver's) is that step's row FAILED, with its message, and the next step runs. Each row names
@@ -473,10 +473,10 @@ def compare(run, reference):
     class Files:
         open_output = staticmethod(open)
     finding, worst, after = read.compare_logs(Files, os.path.join(run, "log.jsonl"),
-                                              os.path.join(reference, "log.jsonl"), plan.DECIDING_STEPS,
+                                              os.path.join(reference, "log.jsonl"), plan.DECIDING[0],
                                               plan.TOLERANCE)
     print("the first %d steps: the largest difference %.3g of the tolerance (%g + %g |reference|)%s" % (
-        plan.DECIDING_STEPS, worst, plan.TOLERANCE[0], plan.TOLERANCE[1],
+        plan.DECIDING[0], worst, plan.TOLERANCE[0], plan.TOLERANCE[1],
         "; after them: %.3g times it (step %s, %s)" % after if after[1] is not None else ""))
     if finding:
         print("FAILED: " + finding)
@@ -499,7 +499,7 @@ def main():
                     ", ".join(plants.FAULTS))
     ap.add_argument("--check-return", metavar="DIR", help="only check that DIR can come back whole")
     ap.add_argument("--compare", nargs=2, metavar=("RUN", "REFERENCE"), help="only compare two run folders' "
-                    "log.jsonl as the GPU-vs-CPU steps do (the first %d steps decide)" % plan.DECIDING_STEPS)
+                    "log.jsonl as the GPU-vs-CPU steps do (the first %d steps decide)" % plan.DECIDING[0])
     opt = ap.parse_args()
     if opt.compare:
         return compare(*opt.compare)
