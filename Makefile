@@ -17,7 +17,8 @@
 #                   the ptxas report's kernels
 #   make check      everything that needs no GPU: make test, then the emulated GPU tests and the
 #                   command line under the sanitizers, the ten planted bugs the emulation must
-#                   catch, the same run's bytes from two vector widths, the kernel exercise
+#                   catch, the build without CUDA at another vector width (its unit tests, and its
+#                   runs' bytes against ./maskprior's), the kernel exercise
 #                   failing on its blank and passing on its solution, runs killed and continued,
 #                   every parser's fuzzer for a few seconds, the schedulers, gpu-check's way of
 #                   running the GPU tests on a planted crash, gpu-check rehearsed (CI runs this)
@@ -138,7 +139,7 @@ PRIOR_ARGS ?=
 # machine); for ARM64 (the compiler's target, $(CXX) -dumpmachine) armv8-a, whose NEON vectors
 # every ARM64 CPU has. -ffp-contract=off: a multiply and an add round separately, as written, never
 # fused, so CPU results are the same bits on every CPU of an architecture and at every HOST_MARCH
-# (cpu_fast/gemm.h; tests/march_check.sh; across architectures, docs/speed.md).
+# (cpu_fast/gemm.h; tests/nocuda_check.sh; across architectures, docs/speed.md).
 # -fno-trapping-math: no program here reads the floating-point exception flags, so the compiler
 # may turn a comparison into a vector select (vexp's range checks); no value changes.
 HOST_TARGET := $(shell $(CXX) -dumpmachine 2>/dev/null)
@@ -170,11 +171,13 @@ EMU_BASE  = -std=c++17 -march=$(HOST_MARCH) -ffp-contract=off -fno-trapping-math
             $(VERSION_DEFINES)
 EMU_FLAGS = $(EMU_BASE) $(EMU_OPT)
 # the same tests under AddressSanitizer and UndefinedBehaviorSanitizer: out-of-bounds reads and
-# writes in a kernel beyond the emulation's guard bytes, and undefined arithmetic
-EMU_SANITIZE = $(EMU_BASE) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
+# writes in a kernel beyond the emulation's guard bytes, and undefined arithmetic. The sanitizer
+# builds carry -g1, the debug information's line tables alone: enough for every report's file and
+# line, and a third less compiling than -g (whose variables a report never prints)
+EMU_SANITIZE = $(EMU_BASE) -O1 -g1 -fsanitize=address,undefined -fno-omit-frame-pointer
 # and under ThreadSanitizer, each CUDA thread a fiber of its own (emu/threads.h): a race between two
 # threads of a block is reported with both named. No OpenMP: libgomp is not instrumented.
-EMU_TSAN  = $(filter-out -fopenmp,$(EMU_BASE)) -Wno-unknown-pragmas -O1 -g -fsanitize=thread
+EMU_TSAN  = $(filter-out -fopenmp,$(EMU_BASE)) -Wno-unknown-pragmas -O1 -g1 -fsanitize=thread
 EMU_LIBS  = -lboost_context -lz
 EMU_HEADERS = $(wildcard emu/*.h)
 EMU_TESTS = $(wildcard tests/*.cu tests/*.h)
@@ -245,7 +248,7 @@ tests/emulated_tests_tsan: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS) .build-setting
 # the host compiler (the CPU path runs every layer on the host; the kernels' own check is
 # tests/emulated_tests_asan): any report stops the program with a non-zero exit.
 SANITIZE_FLAGS = -O1 -std=c++17 $(GENCODE) -DMASKPRIOR_CUDA_ARCH=$(ARCH) $(INCLUDES) $(EXTRA_NVCCFLAGS) \
-            -Xcompiler -fopenmp,-O1,-g,-march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses \
+            -Xcompiler -fopenmp,-O1,-g1,-march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses \
             -Xcompiler -fsanitize=address,-fsanitize=undefined,-fno-sanitize-recover=all,-fno-omit-frame-pointer \
             $(VERSION_DEFINES)
 
@@ -256,7 +259,7 @@ maskprior-sanitize: main.cu $(HEADERS) .build-settings
 tests/unit_tests_sanitize: $(wildcard tests/*.cu tests/*.h) $(HEADERS) .build-settings
 	$(NVCC) $(SANITIZE_FLAGS) -o $@ tests/unit_tests.cu $(LDLIBS)
 else
-WITHOUT_CUDA_SANITIZE = $(EMU_BASE) -DMASKPRIOR_WITHOUT_CUDA -O1 -g -fsanitize=address,undefined \
+WITHOUT_CUDA_SANITIZE = $(EMU_BASE) -DMASKPRIOR_WITHOUT_CUDA -O1 -g1 -fsanitize=address,undefined \
             -fno-sanitize-recover=all -fno-omit-frame-pointer
 maskprior-sanitize: main.cu $(HEADERS) $(EMU_HEADERS) .build-settings
 	$(CXX) $(WITHOUT_CUDA_SANITIZE) -o $@ -x c++ main.cu -x none $(EMU_LIBS)
