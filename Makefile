@@ -51,7 +51,8 @@
 #   make test-sanitize  every unit test and a short run of each task family under AddressSanitizer
 #                   and UndefinedBehaviorSanitizer (about 17 minutes with the build; make check runs part)
 #   make tests/emulated_tests_tsan  the emulated GPU tests under ThreadSanitizer, which names both CUDA
-#                   threads of a race in a block (make check runs the emulation's kernels on it)
+#                   threads of a race in a block (make check runs the emulation's own tests under it,
+#                   built alone: make tests/emulation_tests_tsan)
 #   make test-faults  runs killed (SIGKILL) and stopped (SIGTERM, SIGINT, SIGUSR1) at exact points and
 #                   at 20 random moments each, each continued with --continue, must end bit-identical
 #                   to an uninterrupted run
@@ -244,6 +245,11 @@ tests/emulated_tests_asan: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS) .build-setting
 tests/emulated_tests_tsan: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS) .build-settings
 	$(EMU_CXX) $(EMU_TSAN) -o $@ -x c++ tests/emulated_tests.cu -x none $(EMU_LIBS)
 
+# the emulation's own tests alone (tests/emulation_tests.cu) under ThreadSanitizer: what make check runs
+# under it, built in a fraction of the whole suite's time
+tests/emulation_tests_tsan: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS) .build-settings
+	$(EMU_CXX) $(EMU_TSAN) -o $@ -x c++ tests/emulation_tests.cu -x none $(EMU_LIBS)
+
 # The host code under AddressSanitizer and UndefinedBehaviorSanitizer, nvcc handing the flags to
 # the host compiler (the CPU path runs every layer on the host; the kernels' own check is
 # tests/emulated_tests_asan): any report stops the program with a non-zero exit.
@@ -285,9 +291,11 @@ deps-run deps-test deps-check deps-tables deps-bench deps-arm64:
 run: deps-run maskprior
 	@SEEDS="$(SEEDS)" OPTIMIZER=$(OPTIMIZER) sh experiments/headline.sh $(TASK)
 
-# what make test runs, and what make check adds to it (tests/run_all.sh)
-TEST_BINARIES  = maskprior tests/unit_tests maskprior-emulated tests/emulated_tests $(DEV_EMULATED)
-CHECK_BINARIES = tests/emulated_tests_asan tests/emulated_tests_tsan maskprior-sanitize $(FUZZ_BINS)
+# what make test runs, and what make check runs (tests/run_all.sh), each list with its longest builds
+# first: make -j starts its goals in the order given, so that no long build is left alone at the end
+TEST_BINARIES  = tests/unit_tests maskprior tests/emulated_tests maskprior-emulated $(DEV_EMULATED)
+CHECK_BINARIES = tests/emulated_tests_asan tests/unit_tests maskprior-sanitize maskprior tests/emulation_tests_tsan \
+                 tests/emulated_tests maskprior-emulated $(FUZZ_BINS) $(DEV_EMULATED)
 
 # how many binaries make test and make check build at once: one a core (each is one translation unit)
 BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -297,7 +305,7 @@ test: deps-test
 	@sh tests/run_all.sh
 
 check: deps-check
-	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) $(TEST_BINARIES) $(CHECK_BINARIES)
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) $(CHECK_BINARIES)
 	@sh tests/run_all.sh --check
 
 # ARM64 without an ARM64 machine (tests/arm64_check.sh; CI does not run it): Debian's cross compiler
@@ -397,7 +405,7 @@ bench: deps-bench maskprior tools/fma_peak
 
 clean:
 	rm -f maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan tools/fma_peak \
-	      tests/emulated_tests_tsan \
+	      tests/emulated_tests_tsan tests/emulation_tests_tsan \
 	      maskprior-sanitize tests/unit_tests_sanitize $(DEV_BINS) $(DEV_EMULATED) dev/exercise-emulated
 	rm -rf tests/fuzz/bin
 

@@ -10,7 +10,8 @@
 #   tile-overwrite  attention kernel 3 copies its next key and value tiles into shared memory while
 #                   other warps still read the last ones (the __syncthreads that opens its tile
 #                   loop is gone); run in reverse order (MASKPRIOR_EMU_SCHEDULE; it fails in index
-#                   order too), and again under ThreadSanitizer, which must name both threads
+#                   order too), and again in the kernel lab under ThreadSanitizer, which must name
+#                   both threads
 # and the bugs that a GPU refuses and an emulation in which the host could touch device memory,
 # and stream work ran at once, let pass (emu/device_memory.h, emu/streams.h):
 #   host-read       model_read_loss reads the loss through its device pointer (the bug that made
@@ -20,16 +21,16 @@
 #   capture-copy    the training step reads its loss back (a synchronous cudaMemcpy) while a graph
 #                   captures it
 #   capture-legacy  buffer_zero's memset goes on the legacy default stream, which a capture refuses
-# One copy holds all ten, each behind a switch, `planted("NAME")` (planted.h, which this script writes
-# into the copy): the code as it was where the switch is off, the bug where MASKPRIOR_PLANT=NAME
-# turns it on. So the copy is built
-# twice in all (the emulated tests at -O1, and under ThreadSanitizer), not once a bug, and each
-# bug's test runs with its switch on: it must fail, with a line that names what the emulation saw
-# (the line each plant expects below). The same tests with every switch off must pass, so that a
-# failure is the bug's and not the switch's. Each plant finds its site by the code it changes,
-# never by a comment. Exit 0 when every bug made its test fail as expected; 1 when one went
-# unseen, when the copy fails without a bug, or when a plant no longer changes its file (the code
-# it targets has moved: update the plant).
+# One copy holds all ten, each behind a switch, `planted("NAME")` (planted.h, which this script
+# writes into the copy): the code as it was where the switch is off, the bug where
+# MASKPRIOR_PLANT=NAME turns it on. So the copy is built twice in all (the emulated tests at -O1,
+# and the kernel lab's forward program under ThreadSanitizer), not once a bug, and each bug's test
+# runs with its switch on: it must fail, with a line that names what the emulation saw (the line
+# each plant expects below). The same tests with every switch off must pass, so that a failure is
+# the bug's and not the switch's. Each plant finds its site by the code it changes, never by a
+# comment. Exit 0 when every bug made its test fail as expected; 1 when one went unseen, when the
+# copy fails without a bug, or when a plant no longer changes its file (the code it targets has
+# moved: update the plant).
 set -u
 cd "$(dirname "$0")/.."
 work=$(mktemp -d "${TMPDIR:-/tmp}/maskprior-planted-XXXXXX")
@@ -140,15 +141,18 @@ while IFS='|' read -r name cases expected schedule; do
     fi
 done < "$plants"
 
-# tile-overwrite under ThreadSanitizer, which must report a data race in the attention cases with
-# both CUDA threads named; it stops at the first report
-if ! make -s -C "$copy" tests/emulated_tests_tsan > "$work/tsan-build.log" 2>&1; then
-    echo "planted bug tile-overwrite: FAILED: the copy does not build under ThreadSanitizer"
+# tile-overwrite under ThreadSanitizer, in the kernel lab's forward program (dev/attention_forward.cu:
+# attention kernel 3 on the lab's shapes; a small program, so this build takes seconds where the
+# whole emulated suite's would take minutes): it must report a data race with both CUDA threads
+# named, and stops at the first report. One OpenMP thread: libgomp is not instrumented.
+if ! make -s -C "$copy" dev/attention_forward-emulated EMU_OPT="-O1 -g1 -fsanitize=thread" \
+        > "$work/tsan-build.log" 2>&1; then
+    echo "planted bug tile-overwrite: FAILED: the copy's kernel lab does not build under ThreadSanitizer"
     tail -5 "$work/tsan-build.log"
     exit 1
 fi
-(cd "$copy" && MASKPRIOR_PLANT=tile-overwrite TSAN_OPTIONS=halt_on_error=1 ./tests/emulated_tests_tsan \
-    --no-intro=true -tc="GPU attention gives the same bits at every run*") > "$work/tsan.log" 2>&1
+(cd "$copy" && MASKPRIOR_PLANT=tile-overwrite OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1 \
+    timeout 300 ./dev/attention_forward-emulated 3 --quick) > "$work/tsan.log" 2>&1
 # "  Thread T12 'CUDA thread (3,0,0) of block (1,0,0)' (tid=...": one line per thread of the report
 threads=$(grep -E "^  Thread T[0-9]+ 'CUDA thread" "$work/tsan.log" | cut -d"'" -f2)
 if grep -q "WARNING: ThreadSanitizer: data race" "$work/tsan.log" && [ "$(echo "$threads" | wc -l)" -ge 2 ]; then

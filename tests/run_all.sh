@@ -12,7 +12,7 @@
 #   make check (--check): all of that, then the emulated GPU tests in a seeded shuffled order,
 #       the 400-step emulated GPU run that must learn, the emulated GPU tests in reverse order under
 #       AddressSanitizer and UndefinedBehaviorSanitizer (tests/emulated_tests_asan), the
-#       emulation's kernels under ThreadSanitizer (tests/emulated_tests_tsan), the planted bugs the
+#       emulation's kernels under ThreadSanitizer (tests/emulation_tests_tsan), the planted bugs the
 #       emulation must catch (tests/planted_bugs.sh), the build without CUDA at another vector width:
 #       its unit tests, and its runs' bytes against ./maskprior's (tests/nocuda_check.sh), an edit
 #       of a lesson loop that changes --cpu-kernel 1's
@@ -154,10 +154,11 @@ emulated_reverse_asan() {
         150 doctest env MASKPRIOR_EMU_SCHEDULE=reverse ./tests/emulated_tests_asan $doctest_args -tce="$long_run"
 }
 emulation_tsan() {
-    # the emulation's own kernels only: a longer run of the GPU tests under ThreadSanitizer crashes
-    # inside it (a SIGSEGV in its Release, not understood yet); a report fails the run
+    # the emulation's own tests, built alone (tests/emulation_tests.cu): a longer run of the GPU tests
+    # under ThreadSanitizer crashes inside it (a SIGSEGV in its Release, not understood yet); the
+    # racy cases race on purpose; a report fails the run
     part "the emulation's kernels under ThreadSanitizer: no race between two CUDA threads of a block" 10 doctest \
-        ./tests/emulated_tests_tsan $doctest_args -tc="emulation*" -tce="*racy*"
+        ./tests/emulation_tests_tsan $doctest_args -tc="emulation*" -tce="*racy*"
 }
 nocuda() {
     part "the build without CUDA at another vector width: its unit tests, its runs' bytes (tests/nocuda_check.sh)" \

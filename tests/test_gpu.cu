@@ -4,6 +4,7 @@
 // on the CPU emulation of CUDA (emu/), built as tests/emulated_tests.
 #include <fstream>
 #include "test_util.h"
+#include "gpu_test_util.h"  // GpuBuffer, expect_close, ELEMENTWISE, REDUCTION
 #include "prior/init.cuh"
 #include "run/step.cuh"         // model_update, model_clip_gradients
 #include "run/safetensors.h"
@@ -11,22 +12,6 @@
 #include "tasks/boolean.h"
 
 static const bool NO_GPU = !gpu_available();
-
-// A float buffer on the GPU, filled from the host, read back with get().
-struct GpuBuffer {
-    float* ptr = nullptr;
-    size_t n;
-    explicit GpuBuffer(const std::vector<float>& host) : n(host.size()) {
-        ptr = buffer_alloc(DEVICE_GPU, n);
-        buffer_copy(ptr, DEVICE_GPU, host.data(), DEVICE_CPU, n);
-    }
-    std::vector<float> get() const {
-        std::vector<float> host(n);
-        buffer_copy(host.data(), DEVICE_CPU, ptr, DEVICE_GPU, n);
-        return host;
-    }
-    ~GpuBuffer() { buffer_free(DEVICE_GPU, ptr); }
-};
 
 struct GpuTokens {
     int* ptr = nullptr;
@@ -53,21 +38,6 @@ static Kernels with_fast_layers(bool fast) {
     Kernels k;
     k.fast_layers = fast;
     return k;
-}
-
-// Elementwise kernels: 1e-5; reductions and matmuls: 1e-4 absolute + 1e-3 relative. NaN fails.
-static const double ELEMENTWISE = 1e-5, REDUCTION = 1e-4;
-
-static void expect_close(const char* what, const std::vector<float>& gpu, const std::vector<float>& cpu, double atol) {
-    REQUIRE(gpu.size() == cpu.size());
-    const double rtol = atol == ELEMENTWISE ? 0 : 1e-3;
-    for (size_t i = 0; i < cpu.size(); i++) {
-        double err = std::fabs((double)gpu[i] - cpu[i]);
-        if (!(err <= atol + rtol * std::fabs(cpu[i]))) {
-            FAIL_CHECK(std::string(what) << "[" << i << "]: gpu " << gpu[i] << " vs cpu " << cpu[i]);
-            return;
-        }
-    }
 }
 
 // log.jsonl and the checkpoint's tensors of a finished run folder
