@@ -17,7 +17,8 @@
 #                   the ptxas report's kernels
 #   make check      everything that needs no GPU: make test, then the emulated GPU tests and the
 #                   command line under the sanitizers, the ten planted bugs the emulation must
-#                   catch, the same run's bytes from two vector widths, the kernel exercise
+#                   catch, the build without CUDA at another vector width (its unit tests, and its
+#                   runs' bytes against ./maskprior's), the kernel exercise
 #                   failing on its blank and passing on its solution, runs killed and continued,
 #                   every parser's fuzzer for a few seconds, the schedulers, gpu-check's way of
 #                   running the GPU tests on a planted crash, gpu-check rehearsed (CI runs this)
@@ -50,7 +51,8 @@
 #   make test-sanitize  every unit test and a short run of each task family under AddressSanitizer
 #                   and UndefinedBehaviorSanitizer (about 17 minutes with the build; make check runs part)
 #   make tests/emulated_tests_tsan  the emulated GPU tests under ThreadSanitizer, which names both CUDA
-#                   threads of a race in a block (make check runs the emulation's kernels on it)
+#                   threads of a race in a block (make check runs the emulation's own tests under it,
+#                   built alone: make tests/emulation_tests_tsan)
 #   make test-faults  runs killed (SIGKILL) and stopped (SIGTERM, SIGINT, SIGUSR1) at exact points and
 #                   at 20 random moments each, each continued with --continue, must end bit-identical
 #                   to an uninterrupted run
@@ -140,7 +142,7 @@ PRIOR_ARGS ?=
 # machine); for ARM64 (the compiler's target, $(CXX) -dumpmachine) armv8-a, whose NEON vectors
 # every ARM64 CPU has. -ffp-contract=off: a multiply and an add round separately, as written, never
 # fused, so CPU results are the same bits on every CPU of an architecture and at every HOST_MARCH
-# (cpu_fast/gemm.h; tests/march_check.sh; across architectures, docs/speed.md).
+# (cpu_fast/gemm.h; tests/nocuda_check.sh; across architectures, docs/speed.md).
 # -fno-trapping-math: no program here reads the floating-point exception flags, so the compiler
 # may turn a comparison into a vector select (vexp's range checks); no value changes.
 HOST_TARGET := $(shell $(CXX) -dumpmachine 2>/dev/null)
@@ -172,11 +174,13 @@ EMU_BASE  = -std=c++17 -march=$(HOST_MARCH) -ffp-contract=off -fno-trapping-math
             $(VERSION_DEFINES)
 EMU_FLAGS = $(EMU_BASE) $(EMU_OPT)
 # the same tests under AddressSanitizer and UndefinedBehaviorSanitizer: out-of-bounds reads and
-# writes in a kernel beyond the emulation's guard bytes, and undefined arithmetic
-EMU_SANITIZE = $(EMU_BASE) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
+# writes in a kernel beyond the emulation's guard bytes, and undefined arithmetic. The sanitizer
+# builds carry -g1, the debug information's line tables alone: enough for every report's file and
+# line, and a third less compiling than -g (whose variables a report never prints)
+EMU_SANITIZE = $(EMU_BASE) -O1 -g1 -fsanitize=address,undefined -fno-omit-frame-pointer
 # and under ThreadSanitizer, each CUDA thread a fiber of its own (emu/threads.h): a race between two
 # threads of a block is reported with both named. No OpenMP: libgomp is not instrumented.
-EMU_TSAN  = $(filter-out -fopenmp,$(EMU_BASE)) -Wno-unknown-pragmas -O1 -g -fsanitize=thread
+EMU_TSAN  = $(filter-out -fopenmp,$(EMU_BASE)) -Wno-unknown-pragmas -O1 -g1 -fsanitize=thread
 EMU_LIBS  = -lboost_context -lz
 EMU_HEADERS = $(wildcard emu/*.h)
 EMU_TESTS = $(wildcard tests/*.cu tests/*.h)
@@ -243,11 +247,16 @@ tests/emulated_tests_asan: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS) .build-setting
 tests/emulated_tests_tsan: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS) .build-settings
 	$(EMU_CXX) $(EMU_TSAN) -o $@ -x c++ tests/emulated_tests.cu -x none $(EMU_LIBS)
 
+# the emulation's own tests alone (tests/emulation_tests.cu) under ThreadSanitizer: what make check runs
+# under it, built in a fraction of the whole suite's time
+tests/emulation_tests_tsan: $(EMU_TESTS) $(HEADERS) $(EMU_HEADERS) .build-settings
+	$(EMU_CXX) $(EMU_TSAN) -o $@ -x c++ tests/emulation_tests.cu -x none $(EMU_LIBS)
+
 # The host code under AddressSanitizer and UndefinedBehaviorSanitizer, nvcc handing the flags to
 # the host compiler (the CPU path runs every layer on the host; the kernels' own check is
 # tests/emulated_tests_asan): any report stops the program with a non-zero exit.
 SANITIZE_FLAGS = -O1 -std=c++17 $(GENCODE) -DMASKPRIOR_CUDA_ARCH=$(ARCH) $(INCLUDES) $(EXTRA_NVCCFLAGS) \
-            -Xcompiler -fopenmp,-O1,-g,-march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses \
+            -Xcompiler -fopenmp,-O1,-g1,-march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses \
             -Xcompiler -fsanitize=address,-fsanitize=undefined,-fno-sanitize-recover=all,-fno-omit-frame-pointer \
             $(VERSION_DEFINES)
 
@@ -258,7 +267,7 @@ maskprior-sanitize: main.cu $(HEADERS) .build-settings
 tests/unit_tests_sanitize: $(wildcard tests/*.cu tests/*.h) $(HEADERS) .build-settings
 	$(NVCC) $(SANITIZE_FLAGS) -o $@ tests/unit_tests.cu $(LDLIBS)
 else
-WITHOUT_CUDA_SANITIZE = $(EMU_BASE) -DMASKPRIOR_WITHOUT_CUDA -O1 -g -fsanitize=address,undefined \
+WITHOUT_CUDA_SANITIZE = $(EMU_BASE) -DMASKPRIOR_WITHOUT_CUDA -O1 -g1 -fsanitize=address,undefined \
             -fno-sanitize-recover=all -fno-omit-frame-pointer
 maskprior-sanitize: main.cu $(HEADERS) $(EMU_HEADERS) .build-settings
 	$(CXX) $(WITHOUT_CUDA_SANITIZE) -o $@ -x c++ main.cu -x none $(EMU_LIBS)
@@ -284,9 +293,11 @@ deps-run deps-test deps-check deps-tables deps-bench deps-arm64:
 run: deps-run maskprior
 	@SEEDS="$(SEEDS)" OPTIMIZER=$(OPTIMIZER) sh experiments/headline.sh $(TASK)
 
-# what make test runs, and what make check adds to it (tests/run_all.sh)
-TEST_BINARIES  = maskprior tests/unit_tests maskprior-emulated tests/emulated_tests $(DEV_EMULATED)
-CHECK_BINARIES = tests/emulated_tests_asan tests/emulated_tests_tsan maskprior-sanitize $(FUZZ_BINS)
+# what make test runs, and what make check runs (tests/run_all.sh), each list with its longest builds
+# first: make -j starts its goals in the order given, so that no long build is left alone at the end
+TEST_BINARIES  = tests/unit_tests maskprior tests/emulated_tests maskprior-emulated $(DEV_EMULATED)
+CHECK_BINARIES = tests/emulated_tests_asan tests/unit_tests maskprior-sanitize maskprior tests/emulation_tests_tsan \
+                 tests/emulated_tests maskprior-emulated $(FUZZ_BINS) $(DEV_EMULATED)
 
 # how many binaries make test and make check build at once: one a core (each is one translation unit)
 BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -296,7 +307,7 @@ test: deps-test
 	@sh tests/run_all.sh
 
 check: deps-check
-	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) $(TEST_BINARIES) $(CHECK_BINARIES)
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) $(CHECK_BINARIES)
 	@sh tests/run_all.sh --check
 
 # ARM64 without an ARM64 machine (tests/arm64_check.sh; CI does not run it): Debian's cross compiler
@@ -397,7 +408,7 @@ bench: deps-bench maskprior tools/fma_peak
 
 clean:
 	rm -f maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan tools/fma_peak \
-	      tests/emulated_tests_tsan \
+	      tests/emulated_tests_tsan tests/emulation_tests_tsan \
 	      maskprior-sanitize tests/unit_tests_sanitize $(DEV_BINS) $(DEV_EMULATED) dev/exercise-emulated
 	rm -rf tests/fuzz/bin
 

@@ -1,7 +1,6 @@
 #!/bin/sh
-# tests/run_all.sh [--check]: the test suite in parts on two lanes at once (the two cores of the
-# machines it is sized for), each part's output printed whole when it ends, then every part's
-# seconds and a closing line with the counts. TEST_LANES=1 runs the parts one after another.
+# tests/run_all.sh [--check]: the test suite in parts on two lanes at once, each part's output
+# printed whole when it ends, then every part's seconds and units and a closing line with the counts.
 #   make test (no argument), the everyday check: the doctest suite (layers,
 #       attention, model, inits, tasks, the command line, checkpoints, the PyTorch cross-check;
 #       its GPU cases skip themselves without a GPU), the GPU tests on the CPU emulation of CUDA
@@ -13,9 +12,10 @@
 #   make check (--check): all of that, then the emulated GPU tests in a seeded shuffled order,
 #       the 400-step emulated GPU run that must learn, the emulated GPU tests in reverse order under
 #       AddressSanitizer and UndefinedBehaviorSanitizer (tests/emulated_tests_asan), the
-#       emulation's kernels under ThreadSanitizer (tests/emulated_tests_tsan), the planted bugs the
-#       emulation must catch (tests/planted_bugs.sh), the same run's bytes from builds at two
-#       vector widths (tests/march_check.sh), an edit of a lesson loop that changes --cpu-kernel 1's
+#       emulation's kernels under ThreadSanitizer (tests/emulation_tests_tsan), the planted bugs the
+#       emulation must catch (tests/planted_bugs.sh), the build without CUDA at another vector width:
+#       its unit tests, and its runs' bytes against ./maskprior's (tests/nocuda_check.sh), an edit
+#       of a lesson loop that changes --cpu-kernel 1's
 #       run and not version 2's (tests/lesson_edit_check.sh), make exercise failing on the kernel
 #       exercise's blank and passing on its solution (tests/exercise_check.sh), runs killed with
 #       SIGKILL and continued (tests/test_faults.sh), the command-line cases on
@@ -28,31 +28,57 @@
 #       (tests/python_venv.sh: skipped without it), the official safetensors reader on every kind
 #       of file maskprior writes (tests/test_safetensors_official.sh) and tools/export.py into
 #       timm's VisionTransformer (tests/test_export.sh timm)
-# Budgets, in seconds on 2 cores: each part has its own (the second argument of `part`, about
-# half again its time in a fresh clone's make check, 30 s at least), and the suite: make test's
-# 300 s, make check's tests 1080 s (so that a fresh clone's make check, packages and build
-# included, stays within 25 minutes). A part or a suite past its budget gets a line; it fails
-# nothing. docs/testing.md says what each part checks and how long it took.
+# The parts wait in one queue, longest first, and each of two lanes (the two cores of the machines
+# it is sized for) takes the next part when it is free, so that the lanes end together on any
+# machine; TEST_LANES=1 runs them one after another.
+# Budgets are in units of the machine's own speed: first of all the suite compiles and runs
+# tests/calibration.cpp, and the seconds that takes are one unit here. Each part's budget (the second
+# argument of `part`) is about half again its time in units, 10 at least; the suites' are make
+# test's 75 units (300 s on the slowest machine the suite is sized for, whose unit is about 4 s) and
+# make check's tests' 290 units. A part or a suite past its budget gets a line; it fails nothing.
+# docs/testing.md says what each part checks, how long it took and how the budgets were set.
 set -u
 check=false
 [ "${1:-}" = --check ] && check=true
 lanes=${TEST_LANES:-2}
 out=$(mktemp -d "${TMPDIR:-/tmp}/maskprior-tests-XXXXXX")
 trap 'rm -rf "$out"' EXIT
-suite_start=$(date +%s)
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-# part NAME BUDGET KIND COMMAND...: one part of the suite, run on the lane that calls it. KIND:
-# doctest (a doctest binary: its own counts) or program (exit 0 passed, 77 skipped, else failed).
-# Its output is kept and printed whole when it ends, so two lanes never mix their lines; its
-# counts and seconds go to $out/results, one line a part.
+# the unit: compiling tests/calibration.cpp (-O1, as the emulated builds of the plants) and running
+# it, the faster of two tries each, in milliseconds, before any part starts
+calibrate() {
+    best_compile= best_run=
+    for _ in 1 2; do
+        t0=$(now_ms)
+        g++ -O1 -std=c++17 -o "$out/calibration" tests/calibration.cpp || { echo "calibration: no build"; exit 1; }
+        t1=$(now_ms)
+        "$out/calibration" > /dev/null || { echo "calibration: its run failed"; exit 1; }
+        t2=$(now_ms)
+        [ -z "$best_compile" ] || [ $((t1 - t0)) -lt "$best_compile" ] && best_compile=$((t1 - t0))
+        [ -z "$best_run" ] || [ $((t2 - t1)) -lt "$best_run" ] && best_run=$((t2 - t1))
+    done
+    unit_ms=$((best_compile + best_run))
+    echo "calibration: 1 unit = $(units_of_ms "$unit_ms" 1000) s on this machine (compiling tests/calibration.cpp" \
+         "$(units_of_ms "$best_compile" 1000) s, running it $(units_of_ms "$best_run" 1000) s)"
+}
+# units_of_ms MS [PER-UNIT-MS]: MS in units (or in seconds, with 1000), to one decimal
+units_of_ms() { per=${2:-$unit_ms}; echo "$(($1 * 10 / per / 10)).$(($1 * 10 / per % 10))"; }
+calibrate
+suite_start=$(now_ms)
+
+# part NAME BUDGET KIND COMMAND...: one part of the suite, run on the lane that took it; BUDGET in
+# units. KIND: doctest (a doctest binary: its own counts) or program (exit 0 passed, 77 skipped, else
+# failed). Its output is kept and printed whole when it ends, so two lanes never mix their lines; its
+# counts and milliseconds go to $out/results, one line a part.
 part() {
     name=$1 budget=$2 kind=$3
     shift 3
     log="$out/$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_').log"
-    start=$(date +%s)
+    start=$(now_ms)
     "$@" > "$log" 2>&1
     rc=$?
-    seconds=$(($(date +%s) - start))
+    ms=$(($(now_ms) - start))
     if [ "$kind" = doctest ]; then
         summary=$(grep "test cases:" "$log" | tail -1)
         count() { echo "$summary" | sed -n "s/.*| *\([0-9]*\) $1.*/\1/p"; }
@@ -70,13 +96,13 @@ part() {
         esac
     fi
     over=""
-    [ "$seconds" -gt "$budget" ] && over=", past its budget of $budget s"
-    echo "$name|$p|$f|$s|$seconds|$budget" >> "$out/results"
+    [ "$ms" -gt $((budget * unit_ms)) ] && over=", past its budget of $budget units"
+    echo "$name|$p|$f|$s|$ms|$budget" >> "$out/results"
     {
         flock 9
         echo "== $name"
         cat "$log"
-        echo "($name took $seconds s$over)"
+        echo "($name took $((ms / 1000)) s, $(units_of_ms "$ms") units$over)"
     } 9>> "$out/print.lock"
 }
 
@@ -84,99 +110,168 @@ doctest_args="--no-intro=true"
 # the 400-step emulated GPU run, which make check runs once, in index order
 long_run="a short GPU training run*"
 
-test_lane_a() {
-    part "the doctest suite" 160 doctest ./tests/unit_tests $doctest_args
-    part "the kernel lab on the emulation: every attention version against the CPU (forward)" 30 program \
-        ./dev/attention_forward-emulated --quick
-    part "the kernel lab on the emulation: every attention version against the CPU (backward)" 30 program \
-        ./dev/attention_backward-emulated --quick
-    part "the kernel lab on the emulation: every matmul version against the CPU" 30 program \
-        ./dev/matmul-emulated --quick
-    part "tools/plot.py and the table scripts on fixture runs (tests/test_plot.sh)" 30 program sh tests/test_plot.sh
-    part "data/prepare_text.py (tests/test_prepare_text.sh)" 30 program sh tests/test_prepare_text.sh
+# The parts, one function each; the queues below list them longest first.
+doctest_suite() {
+    part "the doctest suite" 60 doctest ./tests/unit_tests $doctest_args
 }
-
-test_lane_b() {
-    part "the GPU tests on the CPU emulation of CUDA (emu/), a block's threads in index order" 160 doctest \
+lab_forward() {
+    part "the kernel lab on the emulation: every attention version against the CPU (forward)" 10 program \
+        ./dev/attention_forward-emulated --quick
+}
+lab_backward() {
+    part "the kernel lab on the emulation: every attention version against the CPU (backward)" 10 program \
+        ./dev/attention_backward-emulated --quick
+}
+lab_matmul() {
+    part "the kernel lab on the emulation: every matmul version against the CPU" 10 program \
+        ./dev/matmul-emulated --quick
+}
+plot() {
+    part "tools/plot.py and the table scripts on fixture runs (tests/test_plot.sh)" 10 program sh tests/test_plot.sh
+}
+prepare_text() {
+    part "data/prepare_text.py (tests/test_prepare_text.sh)" 10 program sh tests/test_prepare_text.sh
+}
+emulated_index() {
+    part "the GPU tests on the CPU emulation of CUDA (emu/), a block's threads in index order" 45 doctest \
         ./tests/emulated_tests $doctest_args -tce="$long_run"
-    part "the documents: the names, flags, targets and counts of runs they give (tests/test_docs.sh)" 30 program \
+}
+documents() {
+    part "the documents: the names, flags, targets and counts of runs they give (tests/test_docs.sh)" 10 program \
         sh tests/test_docs.sh
-    part "the ptxas report names every kernel the build compiles (tests/test_ptxas_report.sh)" 30 program \
+}
+ptxas_report() {
+    part "the ptxas report names every kernel the build compiles (tests/test_ptxas_report.sh)" 10 program \
         sh tests/test_ptxas_report.sh
-    part "each package set covers its targets' builds, and a package taken out is caught (tests/test_packages.sh)" 30 \
+}
+packages() {
+    part "each package set covers its targets' builds, and a package taken out is caught (tests/test_packages.sh)" 10 \
         program sh tests/test_packages.sh
 }
-
-check_lane_a() {
+emulated_reverse_asan() {
     # reverse order under the sanitizers: one run checks both (their results are the same bits)
     part "the emulated GPU tests in reverse order, under AddressSanitizer and UndefinedBehaviorSanitizer (all but the 400-step run)" \
-        530 doctest env MASKPRIOR_EMU_SCHEDULE=reverse ./tests/emulated_tests_asan $doctest_args -tce="$long_run"
-    # the emulation's own kernels only: a longer run of the GPU tests under ThreadSanitizer crashes
-    # inside it (a SIGSEGV in its Release, not understood yet); a report fails the run
-    part "the emulation's kernels under ThreadSanitizer: no race between two CUDA threads of a block" 30 doctest \
-        ./tests/emulated_tests_tsan $doctest_args -tc="emulation*" -tce="*racy*"
-    part "the CPU result at two vector widths (tests/march_check.sh)" 140 program sh tests/march_check.sh
-    part "the lesson is the code that runs: an edit of attention.cuh changes --cpu-kernel 1 alone" 120 program \
-        sh tests/lesson_edit_check.sh
-    part "every input parser under libFuzzer, a few seconds each (tests/fuzz/smoke.sh)" 140 program \
-        sh tests/fuzz/smoke.sh
-    part "the command line under AddressSanitizer and UndefinedBehaviorSanitizer (tests/sanitize.sh --quick)" 170 \
-        program sh tests/sanitize.sh --quick
-    part "the table scripts' schedulers: JOBS, a Slurm array run locally (tests/test_scheduler.sh)" 30 program \
-        sh tests/test_scheduler.sh
-    part "tools/export.py into nanoGPT's GPT: the checkpoint's loss (tests/test_export.sh nanogpt)" 30 program \
-        sh tests/test_export.sh nanogpt
-    part "make gpu-check rehearsed without a GPU: its plan, stages, return folder, stops (tests/test_gpu_check.sh)" \
-        150 program sh tests/test_gpu_check.sh
+        150 doctest env MASKPRIOR_EMU_SCHEDULE=reverse ./tests/emulated_tests_asan $doctest_args -tce="$long_run"
 }
-
-check_lane_b() {
-    part "the emulated GPU tests in a shuffled order, seed 1 (all but the 400-step run)" 160 doctest \
+emulation_tsan() {
+    # the emulation's own tests, built alone (tests/emulation_tests.cu): a longer run of the GPU tests
+    # under ThreadSanitizer crashes inside it (a SIGSEGV in its Release, not understood yet); the
+    # racy cases race on purpose; a report fails the run
+    part "the emulation's kernels under ThreadSanitizer: no race between two CUDA threads of a block" 10 doctest \
+        ./tests/emulation_tests_tsan $doctest_args -tc="emulation*" -tce="*racy*"
+}
+nocuda() {
+    part "the build without CUDA at another vector width: its unit tests, its runs' bytes (tests/nocuda_check.sh)" \
+        150 program sh tests/nocuda_check.sh
+}
+lesson_edit() {
+    part "the lesson is the code that runs: an edit of attention.cuh changes --cpu-kernel 1 alone" 30 program \
+        sh tests/lesson_edit_check.sh
+}
+fuzz_smoke() {
+    part "every input parser under libFuzzer, a few seconds each (tests/fuzz/smoke.sh)" 40 program \
+        sh tests/fuzz/smoke.sh
+}
+sanitize_quick() {
+    part "the command line under AddressSanitizer and UndefinedBehaviorSanitizer (tests/sanitize.sh --quick)" 60 \
+        program sh tests/sanitize.sh --quick
+}
+scheduler() {
+    part "the table scripts' schedulers: JOBS, a Slurm array run locally (tests/test_scheduler.sh)" 10 program \
+        sh tests/test_scheduler.sh
+}
+export_nanogpt() {
+    part "tools/export.py into nanoGPT's GPT: the checkpoint's loss (tests/test_export.sh nanogpt)" 10 program \
+        sh tests/test_export.sh nanogpt
+}
+gpu_check_rehearsal() {
+    part "make gpu-check rehearsed without a GPU: its plan, stages, return folder, stops (tests/test_gpu_check.sh)" \
+        45 program sh tests/test_gpu_check.sh
+}
+emulated_shuffled() {
+    part "the emulated GPU tests in a shuffled order, seed 1 (all but the 400-step run)" 45 doctest \
         env MASKPRIOR_EMU_SCHEDULE=shuffle:1 ./tests/emulated_tests $doctest_args -tce="$long_run"
-    part "the 400-step emulated GPU run on maj3 that must fit the seen domain" 90 doctest \
+}
+emulated_long_run() {
+    part "the 400-step emulated GPU run on maj3 that must fit the seen domain" 25 doctest \
         ./tests/emulated_tests $doctest_args -tc="$long_run"
-    part "the planted bugs the emulation must catch (tests/planted_bugs.sh)" 850 program sh tests/planted_bugs.sh
-    part "the kernel exercise: make exercise fails on the blank and passes on the solution" 40 program \
+}
+planted_bugs() {
+    part "the planted bugs the emulation must catch (tests/planted_bugs.sh)" 80 program sh tests/planted_bugs.sh
+}
+exercise() {
+    part "the kernel exercise: make exercise fails on the blank and passes on the solution" 15 program \
         sh tests/exercise_check.sh
-    part "faults: runs killed with SIGKILL or stopped by a signal, and continued (tests/test_faults.sh)" 80 program \
+}
+faults() {
+    part "faults: runs killed with SIGKILL or stopped by a signal, and continued (tests/test_faults.sh)" 25 program \
         sh tests/test_faults.sh --timed 2
-    part "gpu-check's runner of the GPU cases, on a planted crash (tests/test_gpu_tests_isolated.sh)" 30 program \
+}
+gpu_tests_isolated() {
+    part "gpu-check's runner of the GPU cases, on a planted crash (tests/test_gpu_tests_isolated.sh)" 10 program \
         sh tests/test_gpu_tests_isolated.sh
-    part "the official safetensors reader (Python registry) on every file maskprior writes" 120 program \
+}
+safetensors_official() {
+    part "the official safetensors reader (Python registry) on every file maskprior writes" 35 program \
         sh tests/test_safetensors_official.sh
-    part "tools/export.py into timm's VisionTransformer (Python registry): the checkpoint's loss" 90 program \
+}
+export_timm() {
+    part "tools/export.py into timm's VisionTransformer (Python registry): the checkpoint's loss" 25 program \
         sh tests/test_export.sh timm
 }
 
-lane_a() { test_lane_a; if $check; then check_lane_a; fi; }
-lane_b() { test_lane_b; if $check; then check_lane_b; fi; }
-if [ "$lanes" -ge 2 ]; then
-    lane_a &
-    lane_b &
-    wait
-else
-    lane_a
-    lane_b
-fi
-
-# the parts' seconds, the longest first, and the totals
-passed=0 failed=0 skipped=0 gpu_cases_skipped=0
-echo "== the parts' seconds (budget), on $lanes lane(s)"
-sort -t'|' -k5 -rn "$out/results" | while IFS='|' read -r name p f s seconds budget; do
-    mark=""
-    [ "$f" != 0 ] && mark="  FAILED"
-    [ "$seconds" -gt "$budget" ] && mark="$mark  past its budget"
-    printf '%6s s (%4s)  %s%s\n' "$seconds" "$budget" "$name" "$mark"
+# the queue, longest first (by a fresh clone's make check on the slowest machine measured,
+# docs/testing.md)
+queue="doctest_suite emulated_index packages documents plot lab_forward lab_backward prepare_text ptxas_report
+       lab_matmul"
+$check && queue="nocuda emulated_reverse_asan planted_bugs doctest_suite sanitize_quick emulated_index
+                 emulated_shuffled gpu_check_rehearsal fuzz_smoke lesson_edit safetensors_official faults
+                 emulated_long_run export_timm exercise packages documents plot scheduler export_nanogpt
+                 gpu_tests_isolated emulation_tsan lab_forward lab_backward prepare_text ptxas_report lab_matmul"
+echo "$queue" | tr -s ' \n' '\n\n' | grep . > "$out/queue"
+echo 0 > "$out/taken"
+# the next part's function, or nothing when the queue is empty
+take() {
+    (
+        flock 8
+        n=$(($(cat "$out/taken") + 1))
+        sed -n "${n}p" "$out/queue"
+        echo "$n" > "$out/taken"
+    ) 8>> "$out/queue.lock"
+}
+lane() {
+    while next=$(take) && [ -n "$next" ]; do
+        "$next"
+    done
+}
+i=0
+while [ $i -lt "$lanes" ]; do
+    lane &
+    i=$((i + 1))
 done
-while IFS='|' read -r name p f s seconds budget; do
-    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+wait
+
+# the parts' seconds and units, the longest first, each one's share of all the parts' time, and the
+# totals
+passed=0 failed=0 skipped=0 gpu_cases_skipped=0 all_ms=0
+while IFS='|' read -r name p f s ms budget; do
+    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s)) all_ms=$((all_ms + ms))
     [ "$name" = "the doctest suite" ] && gpu_cases_skipped=$s
 done < "$out/results"
+echo "== the parts: seconds, units (budget), share of all the parts' time; $lanes lane(s), 1 unit = $(units_of_ms "$unit_ms" 1000) s"
+sort -t'|' -k5 -rn "$out/results" | while IFS='|' read -r name p f s ms budget; do
+    mark=""
+    [ "$f" != 0 ] && mark="  FAILED"
+    [ "$ms" -gt $((budget * unit_ms)) ] && mark="$mark  past its budget"
+    printf '%6s s %6s u (%3s) %3s%%  %s%s\n' "$((ms / 1000))" "$(units_of_ms "$ms")" "$budget" \
+        "$((ms * 100 / (all_ms > 0 ? all_ms : 1)))" "$name" "$mark"
+done
 [ "$gpu_cases_skipped" != 0 ] && echo "(skipped: $gpu_cases_skipped GPU cases of tests/unit_tests, as there is no" \
     "GPU here; the emulation ran them, and make gpu-check runs them on a GPU)"
-total=$(($(date +%s) - suite_start))
-suite="make test" budget=300
-$check && suite="make check's tests" budget=1080
-[ "$total" -gt "$budget" ] && echo "$suite took $total s, past its budget of $budget s (docs/testing.md)"
-echo "tests: $passed passed, $failed failed, $skipped skipped, in $total s"
+total_ms=$(($(now_ms) - suite_start))
+suite="make test" budget=75
+$check && suite="make check's tests" budget=290
+[ "$total_ms" -gt $((budget * unit_ms)) ] && echo "$suite took $((total_ms / 1000)) s, $(units_of_ms "$total_ms") units," \
+    "past its budget of $budget units (docs/testing.md)"
+echo "tests: $passed passed, $failed failed, $skipped skipped, in $((total_ms / 1000)) s = $(units_of_ms "$total_ms") units"
 [ "$failed" = 0 ]

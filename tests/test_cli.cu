@@ -230,7 +230,8 @@ TEST_CASE("every init runs, reports its step-0 match and leaves the persistence 
         const char* init = kind.name;
         const std::string structure = " --mask-structure " + TMP_PREFIX + "G.txt --prior-layers first";
         const std::string extra = kind.uses & INIT_USES_STRUCTURE ? structure : "";
-        CommandResult r = run_command(TINY + "--task 2parity --steps 4 --eval-every 2 --qk-opt-steps 20 --layers 2 "
+        // evaluated at steps 0 and 4: the checks read the log's first row (step 0) and metrics.json (the end)
+        CommandResult r = run_command(TINY + "--task 2parity --steps 4 --eval-every 4 --qk-opt-steps 20 --layers 2 "
                                              "--init " + init + extra + " --out " + TMP_PREFIX + "init_" + init);
         CAPTURE(init);
         CAPTURE(r.out);
@@ -263,11 +264,15 @@ TEST_CASE("every init runs, reports its step-0 match and leaves the persistence 
     }
 }
 
-// Runs `run` for `total` steps straight, and for `half` steps and then resumed to `total`:
-// the two checkpoints must be identical, bit for bit. Returns the resumed one.
-static StFile expect_resume_bit_exact(const std::string& run, int half, int total, const std::string& tag) {
+// Runs `run` for `total` steps straight (into TMP_PREFIX + tag + "_whole"), and for `half` steps and
+// then resumed to `total`: the two checkpoints must be identical, bit for bit. Returns the resumed
+// one, and the straight run's output in *straight when given.
+static StFile expect_resume_bit_exact(const std::string& run, int half, int total, const std::string& tag,
+                                      CommandResult* straight = nullptr) {
     const std::string whole_dir = TMP_PREFIX + tag + "_whole", half_dir = TMP_PREFIX + tag + "_half";
-    REQUIRE(run_command(run + "--steps " + std::to_string(total) + " --out " + whole_dir).exit_code == 0);
+    const CommandResult whole_run = run_command(run + "--steps " + std::to_string(total) + " --out " + whole_dir);
+    REQUIRE(whole_run.exit_code == 0);
+    if (straight) *straight = whole_run;
     REQUIRE(run_command(run + "--steps " + std::to_string(half) + " --out " + half_dir).exit_code == 0);
     REQUIRE(run_command(run + "--steps " + std::to_string(total) + " --out " + half_dir + " --resume " + half_dir +
                         "/model.safetensors").exit_code == 0);

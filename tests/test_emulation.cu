@@ -6,6 +6,8 @@
 // kernels and checks that the GPU tests fail.
 #include <numeric>
 #include "test_util.h"
+#include "gpu_test_util.h"  // GpuBuffer, expect_close, REDUCTION
+#include "layers/matmul.cuh"  // matmul_forward_cpu: the reference of a planted transposed operand
 
 #ifndef MASKPRIOR_CUDA_EMULATION
 #error "test_emulation.cu tests the CUDA emulation: build it through tests/emulated_tests.cu"

@@ -4,6 +4,7 @@
 // on the CPU emulation of CUDA (emu/), built as tests/emulated_tests.
 #include <fstream>
 #include "test_util.h"
+#include "gpu_test_util.h"  // GpuBuffer, expect_close, ELEMENTWISE, REDUCTION
 #include "prior/init.cuh"
 #include "run/step.cuh"         // model_update, model_clip_gradients
 #include "run/safetensors.h"
@@ -11,22 +12,6 @@
 #include "tasks/boolean.h"
 
 static const bool NO_GPU = !gpu_available();
-
-// A float buffer on the GPU, filled from the host, read back with get().
-struct GpuBuffer {
-    float* ptr = nullptr;
-    size_t n;
-    explicit GpuBuffer(const std::vector<float>& host) : n(host.size()) {
-        ptr = buffer_alloc(DEVICE_GPU, n);
-        buffer_copy(ptr, DEVICE_GPU, host.data(), DEVICE_CPU, n);
-    }
-    std::vector<float> get() const {
-        std::vector<float> host(n);
-        buffer_copy(host.data(), DEVICE_CPU, ptr, DEVICE_GPU, n);
-        return host;
-    }
-    ~GpuBuffer() { buffer_free(DEVICE_GPU, ptr); }
-};
 
 struct GpuTokens {
     int* ptr = nullptr;
@@ -53,21 +38,6 @@ static Kernels with_fast_layers(bool fast) {
     Kernels k;
     k.fast_layers = fast;
     return k;
-}
-
-// Elementwise kernels: 1e-5; reductions and matmuls: 1e-4 absolute + 1e-3 relative. NaN fails.
-static const double ELEMENTWISE = 1e-5, REDUCTION = 1e-4;
-
-static void expect_close(const char* what, const std::vector<float>& gpu, const std::vector<float>& cpu, double atol) {
-    REQUIRE(gpu.size() == cpu.size());
-    const double rtol = atol == ELEMENTWISE ? 0 : 1e-3;
-    for (size_t i = 0; i < cpu.size(); i++) {
-        double err = std::fabs((double)gpu[i] - cpu[i]);
-        if (!(err <= atol + rtol * std::fabs(cpu[i]))) {
-            FAIL_CHECK(std::string(what) << "[" << i << "]: gpu " << gpu[i] << " vs cpu " << cpu[i]);
-            return;
-        }
-    }
 }
 
 // log.jsonl and the checkpoint's tensors of a finished run folder
@@ -236,46 +206,48 @@ TEST_CASE("GPU attention matches the CPU at every kernel version, mask gradient 
     const AttentionShape shapes[] = {{3, 7, 3, 5, 0, false}, {3, 7, 3, 5, 1, false}, {2, 9, 2, 4, 2, true},
                                      {1, 1, 1, 1, 1, false}, {64, 16, 2, 16, 1, false}, {256, 16, 6, 64, 6, false},
                                      {32, 65, 3, 64, 1, false}, {16, 33, 4, 8, 4, true}, {9, 40, 2, 100, 1, true}};
-    for (int version = 1; version <= ATTENTION_KERNEL_COUNT; version++)
-        for (AttentionShape s : shapes) {
+    for (AttentionShape s : shapes) {
+        CAPTURE(s.B); CAPTURE(s.T); CAPTURE(s.NH); CAPTURE(s.HS); CAPTURE(s.mask_heads); CAPTURE(s.causal);
+        Rng rng(4);
+        const size_t rows = (size_t)s.B * s.T, att_n = (size_t)s.B * s.NH * s.T * s.T;
+        const auto qkv = random_vector<float>(rows * 3 * s.NH * s.HS, rng);
+        const auto mask = random_vector<float>((size_t)std::max(1, s.mask_heads) * s.T * s.T, rng, 4);
+        const auto dout = random_vector<float>(rows * s.NH * s.HS, rng);
+        const auto dqkv0 = random_vector<float>(qkv.size(), rng), dmask0 = random_vector<float>(mask.size(), rng);
+        // the CPU's results, once a shape: the reference every version is held to
+        std::vector<float> out(rows * s.NH * s.HS), att(att_n), dscores(att_n), mask_term(mask.size());
+        std::vector<float> dqkv = dqkv0, dmask = dmask0;  // the backward accumulates onto random gradients
+        const float* m = s.mask_heads ? mask.data() : nullptr;
+        attention_forward_cpu(out.data(), att.data(), qkv.data(), m, mask_term.data(), s);
+        attention_backward_cpu(dqkv.data(), dmask.data(), dscores.data(), dout.data(), qkv.data(), att.data(), m, s);
+        // dS given (dout = nullptr), as the qk-opt fit runs it: dq and dk from the CPU's dS
+        AttentionShape no_mask = s;
+        no_mask.mask_heads = 0;
+        std::vector<float> given(qkv.size(), 0.0f);
+        attention_backward_cpu(given.data(), (float*)nullptr, dscores.data(), (const float*)nullptr, qkv.data(),
+                               att.data(), (const float*)nullptr, no_mask);
+        for (int version = 1; version <= ATTENTION_KERNEL_COUNT; version++) {
             if (!attention_kernel_runs(version, s.HS, s.T)) continue;  // version 4: T 65, and T 40 with HS 100
             CAPTURE(version);
-            CAPTURE(s.B); CAPTURE(s.T); CAPTURE(s.NH); CAPTURE(s.HS); CAPTURE(s.mask_heads); CAPTURE(s.causal);
             const Kernels chosen = attention_version(version);
-            Rng rng(4);
-            const size_t rows = (size_t)s.B * s.T, att_n = (size_t)s.B * s.NH * s.T * s.T;
-            auto qkv = random_vector<float>(rows * 3 * s.NH * s.HS, rng);
-            auto mask = random_vector<float>((size_t)std::max(1, s.mask_heads) * s.T * s.T, rng, 4);
-            auto dout = random_vector<float>(rows * s.NH * s.HS, rng);
-            std::vector<float> out(rows * s.NH * s.HS), att(att_n), dscores(att_n);
-            auto dqkv = random_vector<float>(qkv.size(), rng), dmask = random_vector<float>(mask.size(), rng);
-            GpuBuffer g_qkv(qkv), g_mask(mask), g_dout(dout), g_out(out), g_att(att);
+            GpuBuffer g_qkv(qkv), g_mask(mask), g_dout(dout), g_out{std::vector<float>(out.size())};
+            GpuBuffer g_att{std::vector<float>(att_n)};
             GpuBuffer g_dscores{std::vector<float>(att_n, NAN)};  // dS is scratch the backward writes before reading
-            std::vector<float> mask_term(mask.size());
-            GpuBuffer g_dqkv(dqkv), g_dmask(dmask), g_mask_term(mask_term);
-            const float* m = s.mask_heads ? mask.data() : nullptr;
+            GpuBuffer g_dqkv(dqkv0), g_dmask(dmask0), g_mask_term{std::vector<float>(mask.size())};
             const float* gm = s.mask_heads ? g_mask.ptr : nullptr;
-            attention_forward_cpu(out.data(), att.data(), qkv.data(), m, mask_term.data(), s);
             attention_forward(DEVICE_GPU, chosen, g_out.ptr, g_att.ptr, g_qkv.ptr, gm, g_mask_term.ptr, s);
             expect_close("attention out", g_out.get(), out, REDUCTION);
             expect_close("attention weights", g_att.get(), att, REDUCTION);
-            attention_backward_cpu(dqkv.data(), dmask.data(), dscores.data(), dout.data(), qkv.data(), att.data(), m,
-                                   s);
             attention_backward(DEVICE_GPU, chosen, g_dqkv.ptr, g_dmask.ptr, g_dscores.ptr, g_dout.ptr, g_qkv.ptr,
                                g_att.ptr, gm, s);
             expect_close("attention dqkv", g_dqkv.get(), dqkv, REDUCTION);
             expect_close("attention dmask", g_dmask.get(), dmask, REDUCTION);
-            // dS given (dout = nullptr), as the qk-opt fit runs it: dq and dk from the CPU's dS
-            AttentionShape no_mask = s;
-            no_mask.mask_heads = 0;
-            std::vector<float> given(qkv.size(), 0.0f);
-            GpuBuffer g_given(given), g_ds(dscores);
-            attention_backward_cpu(given.data(), (float*)nullptr, dscores.data(), (const float*)nullptr, qkv.data(),
-                                   att.data(), (const float*)nullptr, no_mask);
+            GpuBuffer g_given{std::vector<float>(qkv.size(), 0.0f)}, g_ds(dscores);
             attention_backward(DEVICE_GPU, chosen, g_given.ptr, nullptr, g_ds.ptr, nullptr, g_qkv.ptr, g_att.ptr,
                                nullptr, no_mask);
             expect_close("attention dqkv, dS given", g_given.get(), given, REDUCTION);
         }
+    }
 }
 
 TEST_CASE("GPU attention gives the same bits at every run, at every kernel version" * doctest::skip(NO_GPU)) {

@@ -7,17 +7,16 @@
 #include "gpu/profile_report.cuh"
 #include "run/step.cuh"
 
-// Two recorded training steps (as main.cu runs them: training_step, run/step.cuh, clipping on) of a
-// small Boolean-task model, after the warm-up step, with `kernels`; at the paper's batch (B 256,
-// T 16: 4096 rows), for the marks count a launch's threads against an H200's lanes
-static const Profiler& profile_small_model(const Kernels& kernels, bool scalar_encoding) {
+// `steps` recorded training steps (as main.cu runs them: training_step, run/step.cuh, clipping on) of
+// a small Boolean-task model, after the warm-up step, with `kernels`; by default two at the paper's
+// batch (B 256, T 16: 4096 rows), for the marks count a launch's threads against an H200's lanes
+static const Profiler& profile_small_model(const Kernels& kernels, bool scalar_encoding, int B = 256, int steps = 2) {
     Config c;
     c.V = 3; c.T = 16; c.C = 16; c.L = 1; c.NH = 2; c.HS = 8; c.MLP = 16; c.mask_heads = 2;
     if (scalar_encoding) {
         c.encoding = ENCODING_SCALAR;
         c.token_value = {-1, 1, 0};  // token 2 (CLS) has no value
     }
-    const int B = 256;
     Rng rng(5);
     std::vector<int> tokens((size_t)B * c.T);
     for (auto& t : tokens) t = rng.below(c.V);
@@ -27,7 +26,7 @@ static const Profiler& profile_small_model(const Kernels& kernels, bool scalar_e
     model_build(model, c, DEVICE_GPU, B);
     model.kernels = kernels;
     buffer_copy(model.params_mem, DEVICE_GPU, init.data(), DEVICE_CPU, model.num_params);
-    record_profile(DEVICE_GPU, 2,
+    record_profile(DEVICE_GPU, steps,
                    [&](int64_t i) { training_step(model, tokens.data(), y.data(), nullptr, 1e-3f, 1.0f, i); });
     model_free(model);
     return profiler();
@@ -71,7 +70,8 @@ TEST_CASE("--profile records a step's launches, copies and synchronisations; ker
         Kernels fastest;
         fastest.fast_layers = true;
         fastest.attention = 3;
-        const Profiler& second = profile_small_model(fastest, scalar);
+        // one recorded step: the marks are a launch's, and a step's launches are the same every step (above)
+        const Profiler& second = profile_small_model(fastest, scalar, 256, 1);
         CHECK(serial_calls(second).empty());
     }
 }
@@ -87,7 +87,11 @@ TEST_CASE("every launch of a training step states its cost: the first versions, 
     }
     for (const Kernels& kernels : choices) {
         CAPTURE(kernels.attention); CAPTURE(kernels.fast_layers);
-        for (const ProfiledCall& call : profile_small_model(kernels, false).calls) {
+        // One step at B 16 (256 rows: 8 row groups for the column sums, 2 batch groups for attention 3's
+        // dM) makes the paper batch's launches, call for call: 57 to 70 a step, the same names in the
+        // same order at B 1, 2, 4, ..., 64 as at 256 (seen when this size was chosen); at B 256 the
+        // emulation takes about 15 times as long
+        for (const ProfiledCall& call : profile_small_model(kernels, false, 16, 1).calls) {
             CAPTURE(call.name);
             CHECK(call.cost.bytes > 0);
         }
@@ -96,7 +100,10 @@ TEST_CASE("every launch of a training step states its cost: the first versions, 
 
 TEST_CASE("--profile 1 prints the table and a line per step, and writes no run folder" * doctest::skip(NO_GPU)) {
     const std::string out = "/tmp/maskprior-profile-" + std::to_string(getpid());
-    const std::string flags = " --device cuda --task maj3 --batch 256 --attention-kernel 3 --fast-kernels --profile 1";
+    // one layer of maj3's model: the table and its lines do not depend on the depth, and a second layer
+    // doubles the emulation's time; the paper's batch, so that no fast kernel is marked serial
+    const std::string flags = " --device cuda --task maj3 --layers 1 --batch 256 --attention-kernel 3 --fast-kernels "
+                              "--profile 1";
     CommandResult r = run_command(GPU_BINARY + flags + " --out " + out);
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("kernel / call") != std::string::npos);

@@ -65,54 +65,71 @@ TEST_CASE("every gradient matches PyTorch autograd") {
     if (check.exit_code != 0) MESSAGE(check.out);
 }
 
-// Dumps one batch with `args`, then corrupts each named tensor (names: comma-separated) in turn:
-// the check must fail each time.
-static void expect_cross_check_to_catch(const std::string& args, const std::string& file, const std::string& names) {
+// A dumped state and the tensors (comma-separated) to corrupt in it in turn: the check must fail each time
+struct Corruptions {
+    std::string file, names;
+};
+
+// Dumps one batch with `args` into `file`, for expect_corruptions_caught to corrupt `names` in it
+static Corruptions dump_to_corrupt(const std::string& args, const std::string& file, const std::string& names) {
     REQUIRE(run_command(MASKPRIOR + " --device cpu --batch 16 " + args + " --dump-state " + file).exit_code == 0);
-    CommandResult r = run_command(PYTHON + file + " --corrupt " + names);
+    return {file, names};
+}
+
+// The corruptions of every dump checked in one Python process, which imports torch once: each caught
+static void expect_corruptions_caught(const std::vector<Corruptions>& dumps) {
+    std::string arguments;
+    for (const Corruptions& d : dumps) arguments += " " + d.file + " --corrupt " + d.names;
+    CommandResult r = run_command(PYTHON + arguments);
     CAPTURE(r.out);
     CHECK(r.exit_code == 0);  // every corruption caught
-    std::stringstream list(names);
-    for (std::string name; std::getline(list, name, ',');)
-        CHECK(r.out.find("caught: " + file + " with " + name + " corrupted") != std::string::npos);
+    for (const Corruptions& d : dumps) {
+        std::stringstream list(d.names);
+        for (std::string name; std::getline(list, name, ',');)
+            CHECK(r.out.find("caught: " + d.file + " with " + name + " corrupted") != std::string::npos);
+    }
 }
 
 // One AdamW step from the dumped state: the run's checkpoint after its first step against
-// torch.optim.AdamW with the weight-decay groups the checkpoint names (constant lr, no clipping)
-static void cross_check_adamw_step(const std::string& args, const std::string& tag, const std::string& rule) {
+// torch.optim.AdamW with the weight-decay groups the checkpoint names (constant lr, no clipping);
+// returns torch_reference.py's arguments that check it
+static std::string adamw_step_check(const std::string& args, const std::string& tag, const std::string& rule) {
     const std::string run = MASKPRIOR + " --device cpu --batch 16 --schedule constant --warmup 0 --clip-grad 0 "
                             "--lr 1e-2 --wd 0.5 --eval-every 100 " + args;
     const std::string state = TMP_PREFIX + tag + ".safetensors", after = TMP_PREFIX + tag + "_after";
     REQUIRE(run_command(run + " --dump-state " + state).exit_code == 0);
     REQUIRE(run_command(run + " --steps 1 --out " + after).exit_code == 0);
     CHECK(safetensors_read(after + "/model.safetensors").metadata["weight_decay_on"] == rule);
-    CommandResult check = run_command(PYTHON + state + " --adamw-step " + after + "/model.safetensors 0.01 0.5");
-    CAPTURE(check.out);
-    CHECK(check.exit_code == 0);
-    CHECK(check.out.find("PASS: one AdamW step") != std::string::npos);
+    return " " + state + " --adamw-step " + after + "/model.safetensors 0.01 0.5";
 }
 
 TEST_CASE("one AdamW step matches torch.optim.AdamW: a ViT with timm's weight-decay groups, a Boolean model with "
           "every weight decayed") {
-    SUBCASE("a ViT: the weight matrices alone decay") {
-        const std::string dir = write_image_folder(TMP_PREFIX + "torch_adamw_images", 3, 6, 8, 5);
-        cross_check_adamw_step("--task images --data-dir " + dir + " --patch 2 --init mask", "adamw_vit", "matrices");
-    }
-    SUBCASE("maj3 with AdamW: every weight but the mask") {
-        cross_check_adamw_step("--task maj3 --init mask --optimizer adamw", "adamw_maj3", "all");
-    }
+    // a ViT: the weight matrices alone decay
+    const std::string dir = write_image_folder(TMP_PREFIX + "torch_adamw_images", 3, 6, 8, 5);
+    const std::string vit = adamw_step_check("--task images --data-dir " + dir + " --patch 2 --init mask",
+                                             "adamw_vit", "matrices");
+    // maj3 with AdamW: every weight but the mask
+    const std::string maj3 = adamw_step_check("--task maj3 --init mask --optimizer adamw", "adamw_maj3", "all");
+    CommandResult check = run_command(PYTHON + vit + maj3);  // one Python process: torch imported once
+    CAPTURE(check.out);
+    CHECK(check.exit_code == 0);
+    for (const char* rule : {"matrices", "all"})  // each state's step, named by its groups
+        CHECK(check.out.find(std::string("PASS: one AdamW step (lr 0.01, weight decay 0.5 on ") + rule + ":") !=
+              std::string::npos);
 }
 
 TEST_CASE("the PyTorch cross-check fails when a gradient is wrong") {
-    expect_cross_check_to_catch("--task maj3 --init mask --mask-c 1.5", TMP_PREFIX + "c1.safetensors",
-                                "grad.h.1.attn.mask,grad.wte,loss");
-    expect_cross_check_to_catch("--task maj3 --encoding scalar --loss logistic", TMP_PREFIX + "c2.safetensors",
-                                "grad.wval,token_values,loss");
-    expect_cross_check_to_catch("--task add3 --init mask --mask-c 1.5", TMP_PREFIX + "c3.safetensors",
-                                "batch.loss_mask,grad.h.0.attn.mask,grad.head.weight");
     const std::string dir = write_image_folder(TMP_PREFIX + "torch_images", 3, 6, 8, 5);
-    expect_cross_check_to_catch("--task images --data-dir " + dir + " --patch 2", TMP_PREFIX + "c4.safetensors",
-                                "batch.inputs,grad.patch.weight,grad.cls");
+    expect_corruptions_caught(
+        {dump_to_corrupt("--task maj3 --init mask --mask-c 1.5", TMP_PREFIX + "c1.safetensors",
+                         "grad.h.1.attn.mask,grad.wte,loss"),
+         dump_to_corrupt("--task maj3 --encoding scalar --loss logistic", TMP_PREFIX + "c2.safetensors",
+                         "grad.wval,token_values,loss"),
+         dump_to_corrupt("--task add3 --init mask --mask-c 1.5", TMP_PREFIX + "c3.safetensors",
+                         "batch.loss_mask,grad.h.0.attn.mask,grad.head.weight"),
+         dump_to_corrupt("--task images --data-dir " + dir + " --patch 2", TMP_PREFIX + "c4.safetensors",
+                         "batch.inputs,grad.patch.weight,grad.cls")});
 }
 
 // The benchmark scripts build their PyTorch model from torch_reference.py, so a change there

@@ -6,7 +6,9 @@
     /usr/bin/python3 tests/torch_reference.py STATE.safetensors --adamw-step AFTER.safetensors LR WD
 
 Several states are checked in one process (importing torch takes seconds), one PASS or FAIL line
-each; --corrupt checks that the check fails with each named tensor corrupted in turn.
+each; --corrupt checks that the check fails with each named tensor corrupted in turn. A state
+followed by --corrupt or --adamw-step takes that check, and the forms mix in one process:
+    torch_reference.py A.safetensors --corrupt loss B.safetensors --adamw-step B1.safetensors 0.01 0.5 C.safetensors
 
 STATE.safetensors is written by `./maskprior ... --dump-state STATE.safetensors`: the
 parameters, one batch (batch.inputs, batch.targets), its loss and every gradient (grad.<name>).
@@ -270,26 +272,40 @@ def check_state(path, corrupt=None, adamw=None):
     return ok
 
 
-USAGE = """usage: torch_reference.py STATE.safetensors [STATE.safetensors ...]
-       torch_reference.py STATE.safetensors --corrupt NAME[,NAME...]
-       torch_reference.py STATE.safetensors --adamw-step AFTER.safetensors LR WD
-Checks each state (exit 0 when all pass); or, with --corrupt, that the check fails with each named
-tensor corrupted in turn (exit 0 when every corruption is caught); or one AdamW step after the state."""
+USAGE = """usage: torch_reference.py STATE.safetensors [--corrupt NAME[,NAME...] |
+                                             --adamw-step AFTER.safetensors LR WD] [STATE.safetensors ...]
+Checks each state (a pass each); or, with --corrupt, that the check fails with each named tensor
+corrupted in turn (a pass when every corruption is caught); or one AdamW step after the state.
+Exit 0 when every state passes."""
+
+# a state's check: the flag after it and how many arguments that flag takes
+CHECK_FLAGS = {"--corrupt": 1, "--adamw-step": 3}
+
+
+def check_corruptions(path, names):
+    """True when the check of state `path` fails with each named tensor corrupted in turn."""
+    caught = []
+    for name in names.split(","):
+        caught.append(not check_state(path, corrupt=name))
+        print(f"{'caught' if caught[-1] else 'MISSED'}: {path} with {name} corrupted")
+    return all(caught)
 
 
 def main(argv):
-    args = argv[1:]
-    if len(args) == 3 and args[1] == "--corrupt":
-        caught = []
-        for name in args[2].split(","):
-            caught.append(not check_state(args[0], corrupt=name))
-            print(f"{'caught' if caught[-1] else 'MISSED'}: {args[0]} with {name} corrupted")
-        return 0 if all(caught) else 1
-    if len(args) == 5 and args[1] == "--adamw-step":
-        return 0 if check_state(args[0], adamw=args[2:]) else 1
-    if not args or any(a.startswith("--") for a in args):
+    args, results = argv[1:], []
+    if not args:
         sys.exit(USAGE)
-    results = [check_state(path) for path in args]
+    while args:
+        path, flag = args[0], args[1] if len(args) > 1 and args[1].startswith("--") else None
+        if path.startswith("--") or (flag and (flag not in CHECK_FLAGS or len(args) < 2 + CHECK_FLAGS[flag])):
+            sys.exit(USAGE)
+        if flag == "--corrupt":
+            results.append(check_corruptions(path, args[2]))
+        elif flag == "--adamw-step":
+            results.append(check_state(path, adamw=args[2:5]))
+        else:
+            results.append(check_state(path))
+        args = args[2 + CHECK_FLAGS[flag]:] if flag else args[1:]
     return 0 if all(results) else 1
 
 
