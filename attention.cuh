@@ -9,20 +9,20 @@
 // log σ(m) = min(m, 0) - log1p(exp(-|m|)) is stable for any m and always <= 0: the mask can
 // only down-weight a key. Its derivative is σ(-m).
 //
-// What runs what you read: `--cpu-kernel 1` runs these CPU loops (the default, 2, runs their twins
-// in cpu_fast/, held to the same bits), and a GPU runs kernel 1 below (`--attention-kernel 1`).
-// Below: the forward, the backward and the mask gradient dM, each under its math, as row functions
-// that the CPU loops and GPU kernel 1 both call. On the CUDA emulation (emu/: the host compiler,
-// -ffp-contract=off, glibc's exp and log1p) kernel 1 gives the loops' very bits; on a GPU, nvcc
-// fuses a·b + c into one rounding (FMA) and the device's exp and log1p are not glibc's, so the two
-// agree within the GPU tests' tolerances. The GPU's faster versions are in attention/, whose
-// versions.cuh has attention_forward and attention_backward, the model's calls.
+// What runs what you read: `--cpu-kernel 1` runs these CPU loops (the default, 2, runs their twins in
+// cpu_fast/, with the same bits); a GPU runs kernel 1 below (`--attention-kernel 1`, its default). The
+// forward, the backward and the mask gradient dM are row functions under their math that both call.
+// On the CUDA emulation (emu/: the host compiler, -ffp-contract=off, glibc's exp and log1p) kernel 1
+// gives the loops' very bits; on a GPU, nvcc fuses a·b + c into one rounding (FMA) and the device's exp
+// and log1p are not glibc's: the two agree within the GPU tests' tolerances. Faster ones: attention/.
 // One qkv row (3·NH·HS floats): all heads' q, then all k, then all v (head h's q at h·HS, its k at
 // NH·HS + h·HS, its v at 2·NH·HS + h·HS). An output row (NH·HS) is the heads' y side by side.
 #pragma once
 #include "attention/costs.h"  // attention_cost, attention_mask_cost: what a launch costs, for --profile
 #include "cpu_fast/vexp.h"     // vexp: the softmax's e^x, the same arithmetic on both devices
-#include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
+#include "gpu/profile.h"       // LaunchCost: a launch's bytes, FLOPs and longest walk
+#include "layers/device.cuh"   // worth_threads: whether a CPU loop is worth its threads
+#include "layers/launch.cuh"   // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
 
 struct AttentionShape {
     int B, T, NH, HS;

@@ -13,11 +13,15 @@
 #include "run/keeper.cuh"        // RunKeeper
 #include "run/one_batch.cuh"     // dump_first_batch, profile_first_steps
 #include "run/options.h"         // Options, parse_options
-#include "run/report.cuh"        // command_line, print_evaluation
+#include "prior/structure.h"     // Structure: G
+#include "run/report.cuh"        // command_line, print_evaluation, print_list
 #include "run/sample.cuh"        // generate
-#include "run/setup.cuh"         // make_task, set_up_model, prior_structure, initialise, print_startup, ...
+#include "run/setup.cuh"         // make_task, set_up_model, prior_structure, Initialisation, initialise,
+                                 // print_startup, pick_device, training_steps, training_batch_room,
+                                 // step_learning_rate
 #include "run/step.cuh"          // training_step
 #include "tasks/batch.h"         // Batch, training_batch, loss_positions
+#include "tasks/task.h"          // Task, EpochOrder
 
 static int train(const Options& opt, const std::string& command) {
     RunKeeper keeper(opt);  // the run folder, locked and checked writable before anything loads

@@ -30,24 +30,32 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include "attention.cuh"                // AttentionShape
 #include "attention/versions.cuh"      // attention_forward, attention_backward: the method (attention.cuh)
-#include "gpu/device_step.cuh"         // StepLog, loss_mean
+#include "gpu/device_step.cuh"         // StepLog, StepScalars, loss_mean, step_log_cleared
 #include "gpu/graph.cuh"               // GraphCache, device_work
-#include "gpu/model_batch.cuh"         // ModelBatch, ModelInput, model_batch_build, model_batch_set
-#include "layers/activations.h"        // Activations, activations_bind, BlockActivations, block_activations
+#include "gpu/model_batch.cuh"         // ModelBatch, ModelInput, model_batch_build, model_batch_set, model_batch_free
+#include "gpu/stream.cuh"              // gpu_setup
+#include "layers/activations.h"        // Activations, activations_bind, BlockActivations, block_activations,
+                                       // block_gradients, readout_row_block
 #include "layers/adamw.cuh"            // AdamWSettings
 #include "layers/clip.cuh"             // grad_norm_scratch_size
 #include "layers/column_sums.cuh"      // column_groups, column_scratch_reserve
-#include "layers/config.h"             // Config, ParamTensors, param_layout, block_params
-#include "layers/embedding.cuh"        // embedding_*, scalar_embedding_*
+#include "layers/config.h"             // Config, ParamTensors, param_layout, block_params, BlockParams,
+                                       // TensorInfo, param_bind, param_count, READOUT_*, POOL_*, LOSS_*, ENCODING_*
+#include "layers/device.cuh"           // Device, DEVICE_*, buffer_*, value_*: where buffers live
+#include "layers/embedding.cuh"        // embedding_*, scalar_embedding_*, TokenRows
+#include "layers/errors.h"             // fail
 #include "layers/fused.cuh"            // residual_layernorm_*, matmul_bias_gelu_*, mlp_backward
+#include "layers/kernels.h"            // Kernels
 #include "layers/layernorm.cuh"        // layernorm_*
 #include "layers/loss.cuh"             // readout_loss_forward, readout_loss_backward, LossTargets
 #include "layers/matmul.cuh"           // matmul_*
 #include "layers/patch_embedding.cuh"  // patchify_*, assemble_*, mean_pool_*
 #include "layers/pointwise.cuh"        // gelu_*, residual_*, pick_position_*
-#include "recipe/drop_path.cuh"        // DropPath, drop_path_set, drop_path_draw, drop_path_forward, _backward
-#include "recipe/ema.cuh"              // WeightAverage
+#include "recipe/drop_path.cuh"        // DropPath, drop_path_set, drop_path_draw, drop_path_forward, _backward,
+                                       // drop_path_free
+#include "recipe/ema.cuh"              // WeightAverage, weight_average_free
 
 // ----------------------------------------------------------------------------
 // the model

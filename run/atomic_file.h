@@ -1,11 +1,12 @@
-// run/atomic_file.h: how every file a run leaves (checkpoints, metrics.json, log.jsonl, pictures)
-// is written so that nothing is lost: the bytes go to FILE.tmp, are forced to the disk (fsync),
-// and only then is FILE.tmp renamed to FILE. A rename within one folder is atomic, so a reader,
-// a crash, a kill -9 or a power cut finds either the old FILE or the new one, never half of it;
-// at worst a stray FILE.tmp is left behind, which the next write replaces. Every write, flush,
-// sync, close and rename is checked: one that fails (a full disk: ENOSPC; a file-size limit:
-// EFBIG; an I/O error: EIO) removes FILE.tmp, leaves FILE as it was, and fails with one line
-// naming the file and the error.
+// run/atomic_file.h: how a run's whole files (checkpoints, metrics.json, pictures, and log.jsonl
+// when --continue cuts it back; its rows are appended in place: run/report.cuh) are written so that
+// nothing is lost: the bytes go to FILE.tmp, are forced to the disk (fsync), and only then is
+// FILE.tmp renamed to FILE. A rename within one folder is atomic, so a reader, a crash, a kill -9
+// or a power cut finds either the old FILE or the new one, never half of it; at worst a stray
+// FILE.tmp is left behind, which the next write replaces. Every write, flush, sync, close and
+// rename is checked: one that fails (a full disk: ENOSPC; a file-size limit: EFBIG; an I/O error:
+// EIO) removes FILE.tmp, leaves FILE as it was, and fails with one line naming the file and the
+// error.
 //
 // fault_point: a test-only hook that makes the faults exact rather than timed. With
 // MASKPRIOR_KILL_AT=<point>:<n> in the environment the process kills itself with SIGKILL the

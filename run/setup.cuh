@@ -20,11 +20,10 @@
 #include "prior/structure.h"      // Structure, read_structure
 #include "prior/wrong_prior.h"    // WrongPrior, make_prior_wrong, wrong_entries
 #include "run/checkpoint.h"       // Metadata
-#include "run/evaluate.cuh"       // batch_input
 #include "run/options.h"          // Options
 #include "run/report.cuh"         // fmt
 #include "run/schedule.h"         // learning_rate
-#include "run/step.cuh"           // weight_decay_on
+#include "run/step.cuh"           // batch_input, weight_decay_on
 #include "tasks/arithmetic.h"     // ArithmeticTask
 #include "tasks/boolean.h"        // BooleanTask, parse_boolean_target
 #include "tasks/image_folder.h"   // load_image_folder

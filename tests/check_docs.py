@@ -336,7 +336,7 @@ class Checker:
     def path_named(self, doc, word, endings):
         """What a word of code names: ("path", P), P a path from the top of the tree; ("inside",
         N), a file or folder named from inside the tree (x.cu, fuzz/); or (None, word)."""
-        w = re.sub(r"^[(\[\"']+|[)\]\"',.:;!?]+$", "", word)
+        w = re.sub(r"^[(\[\"']+|(:\d+(-\d+)?)?[)\]\"',.:;!?]*$", "", word)  # x.cuh:158, its place dropped
         if not w or "://" in w or w[0] in "/~-@=" or is_placeholder(word) or is_placeholder(w):
             return None, w
         w = (w[2:] if w.startswith("./") else w).split("#", 1)[0]

@@ -1,6 +1,6 @@
 """Attention alone, forward + backward with the mask gradient dM: ours against PyTorch.
 
-    python3 tools/bench_attention.py        # tools/bench_gpu.py --attention; tests/gpu_check.sh, step 4
+    python3 tools/bench_attention.py        # tools/bench_gpu.py --attention; tests/gpu_check.py's step bench-attention
     /usr/bin/python3 tools/bench_attention.py --device cpu --small   # a check of the script, no GPU
 
 The layer: y = softmax(q k^T / sqrt(HS) + log σ(M)) v per (b, h), M a learnable (T,T) mask shared
@@ -21,7 +21,7 @@ Rows, each timed on the same inputs and upstream gradient dy:
 For the torch rows: fwd+bwd time is the median over windows of torch.cuda.Event timings after
 warm-up; "same bits" runs forward and backward twice from the same inputs and compares dq, dk,
 dv and dM bit for bit (torch.equal). "ours / this" is this row's time over kernel 3's: above 1
-means kernel 3 is faster. The last line is the summary that gpu_check.sh puts in its table.
+means kernel 3 is faster. The last line is the summary that tests/gpu_check.py puts in its table.
 """
 import argparse
 import os

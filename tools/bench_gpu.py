@@ -28,7 +28,7 @@ Rows, for each variant
   says on stderr that cuBLASLt turned a product down and matmul version 1 ran it (layers/matmul_lt.cuh)
   is not timed: it would be version 1's time under version 2's name. The row says FAILED, the
   tables and the summary are printed without it, and a last line "FAILED: ..." names each such row
-  and quotes the first note; the script then exits 1 (gpu_check.sh puts that line in its table).
+  and quotes the first note; the script then exits 1 (tests/gpu_check.py puts that line in its table).
 - PyTorch eager
 - torch.compile: the default mode
 - torch.compile reduce-overhead: the same compiled step, its forward and backward launched as
@@ -55,7 +55,7 @@ Method (tools/bench.py's helpers)
   replays them; the printed time covers all three. Each step marks a new iteration first
   (bench.torch_step).
 - Rates are medians over the windows. Each size's table is printed when its rows are done; the
-  last line is the summary that gpu_check.sh puts in its table: per size and variant, the
+  last line is the summary that tests/gpu_check.py puts in its table: per size and variant, the
   fastest maskprior row, its ms/step and its speed over eager, compile and reduce-overhead.
 - --quick, the one GPU call's speed stage: both sizes, the mask variant alone (the method's
   step), and three of maskprior's rows: the default kernels, the faster ones, and the faster ones
