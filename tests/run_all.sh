@@ -16,8 +16,9 @@
 #       emulation's kernels under ThreadSanitizer (tests/emulated_tests_tsan), the planted bugs the
 #       emulation must catch (tests/planted_bugs.sh), the same run's bytes from builds at two
 #       vector widths (tests/march_check.sh), an edit of a lesson loop that changes --cpu-kernel 1's
-#       run and not version 2's (tests/lesson_edit_check.sh), make exercise failing on the kernel
-#       exercise's blank and passing on its solution (tests/exercise_check.sh), runs killed with
+#       run and not version 2's (tests/lesson_edit_check.sh), the kernel course's blanks failing,
+#       its solutions passing and a mistake planted in each step's kernel named, steps 1 to 8 and
+#       step 9, which trains the model (tests/exercise_check.sh), runs killed with
 #       SIGKILL and continued (tests/test_faults.sh), the command-line cases on
 #       ./maskprior-sanitize (tests/sanitize.sh --quick), every parser's fuzzer for a few seconds
 #       (tests/fuzz/smoke.sh), the table scripts' schedulers (tests/test_scheduler.sh), the way
@@ -124,6 +125,8 @@ check_lane_a() {
         program sh tests/sanitize.sh --quick
     part "the table scripts' schedulers: JOBS, a Slurm array run locally (tests/test_scheduler.sh)" 30 program \
         sh tests/test_scheduler.sh
+    part "the kernel course, step 9: the model trained with the solution's kernels, to kernel 1's bytes" 170 \
+        program sh tests/exercise_check.sh 9
     part "tools/export.py into nanoGPT's GPT: the checkpoint's loss (tests/test_export.sh nanogpt)" 30 program \
         sh tests/test_export.sh nanogpt
     part "make gpu-check rehearsed without a GPU: its plan, stages, return folder, stops (tests/test_gpu_check.sh)" \
@@ -136,8 +139,8 @@ check_lane_b() {
     part "the 400-step emulated GPU run on maj3 that must fit the seen domain" 90 doctest \
         ./tests/emulated_tests $doctest_args -tc="$long_run"
     part "the planted bugs the emulation must catch (tests/planted_bugs.sh)" 850 program sh tests/planted_bugs.sh
-    part "the kernel exercise: make exercise fails on the blank and passes on the solution" 40 program \
-        sh tests/exercise_check.sh
+    part "the kernel course, steps 1 to 8: blanks fail, solutions pass, planted mistakes named" 100 program \
+        sh tests/exercise_check.sh 1 2 3 4 5 6 7 8
     part "faults: runs killed with SIGKILL or stopped by a signal, and continued (tests/test_faults.sh)" 80 program \
         sh tests/test_faults.sh --timed 2
     part "gpu-check's runner of the GPU cases, on a planted crash (tests/test_gpu_tests_isolated.sh)" 30 program \
