@@ -11,8 +11,8 @@
 #     threads write one entry), 4 a bound (nothing added), 5 a missing __syncwarp, 6 a missing
 #     __syncthreads, 7 = for +=, 8 a thread index without its block, 9 the host reading device memory;
 # and stop with one line on a file or a step that does not exist. Exit 0 when so, 1 when not.
-# Its cost: three builds of a step's check a step (about 3.5 s of CPU each), and step 9's trainer (main.cu
-# once, about 40 s) and two training runs (about 28 s each).
+# Its cost: three builds of a step's check a step (about 4 s of CPU each: steps 1 to 8, about 64 s),
+# and step 9's trainer (main.cu once, about 40 s) and two training runs (about 28 s each): about 120 s.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 steps=${*:-1 2 3 4 5 6 7 8 9}
@@ -157,6 +157,6 @@ must_fail "a file that does not exist" EXERCISE=no/such/file.cuh -- \
 must_fail "a step that does not exist" STEP=10 -- "^make exercise: STEP=10: no such step \(1 to 9\)$"
 
 [ "$failed" = 0 ] || exit 1
-echo "exercise check: steps $steps: make exercise fails on each blank naming what is wrong, passes on each" \
+echo "exercise check: step(s) $steps: make exercise fails on each blank naming what is wrong, passes on each" \
      "solution$(echo " $steps " | grep -q ' 9 ' && echo ' (step 9 training the model to kernel 1'"'"'s bytes)'), and" \
      "names the mistake planted in each step's own kernel"

@@ -125,7 +125,7 @@ check_lane_a() {
         program sh tests/sanitize.sh --quick
     part "the table scripts' schedulers: JOBS, a Slurm array run locally (tests/test_scheduler.sh)" 30 program \
         sh tests/test_scheduler.sh
-    part "the kernel course, step 9: the model trained with the solution's kernels, to kernel 1's bytes" 170 \
+    part "the kernel course, step 9: the model trained with the solution's kernels, to kernel 1's bytes" 180 \
         program sh tests/exercise_check.sh 9
     part "tools/export.py into nanoGPT's GPT: the checkpoint's loss (tests/test_export.sh nanogpt)" 30 program \
         sh tests/test_export.sh nanogpt
