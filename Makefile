@@ -18,8 +18,9 @@
 #   make check      everything that needs no GPU: make test, then the emulated GPU tests and the
 #                   command line under the sanitizers, the ten planted bugs the emulation must
 #                   catch, the build without CUDA at another vector width (its unit tests, and its
-#                   runs' bytes against ./maskprior's), the kernel exercise
-#                   failing on its blank and passing on its solution, runs killed and continued,
+#                   runs' bytes against ./maskprior's), the kernel course's blanks failing, its
+#                   solutions passing and a mistake planted in each step's kernel named (step 9
+#                   training the model), runs killed and continued,
 #                   every parser's fuzzer for a few seconds, the schedulers, gpu-check's way of
 #                   running the GPU tests on a planted crash, gpu-check rehearsed (CI runs this)
 #   make check-arm64  the program and the unit tests cross-built for ARM64 and run under qemu-user,
@@ -69,8 +70,9 @@
 #   make ptxas-report  every kernel's registers, stack and spills from ptxas, in dev/ptxas-report.txt
 #   make dev        the kernel lab (dev/): every version of a kernel checked and timed; make dev-emulated
 #                   the same programs on the CPU emulation (correctness only)
-#   make exercise   the kernel exercise (dev/exercises/): the attention backward and dM kernels of
-#                   EXERCISE (default: the blank, which fails) checked against the CPU on the emulation
+#   make exercise   the kernel course (dev/exercises/README.md), nine steps from the mask term to training
+#                   the model with your kernels: STEP=N checks step N's blank (which fails), EXERCISE=FILE
+#                   any step's file (your copy, or a solution), against the CPU on the emulation
 #   make bench      CPU speed against PyTorch eager (the make-run, wide, ViT and LM models) and
 #                   against this machine's FMA peak and mul+add ceiling (tools/fma_peak)
 #   make fuzz       every input parser under libFuzzer with ASan and UBSan, 10^6 inputs each
@@ -170,8 +172,8 @@ HEADERS   = $(wildcard *.cuh attention/*.h attention/*.cuh cpu_fast/*.h gpu/*.h 
 # threads of a block. No GPU and no nvcc needed.
 EMU_CXX   ?= $(CXX)
 EMU_OPT   ?= -O2
-EMU_BASE  = -std=c++17 -march=$(HOST_MARCH) -ffp-contract=off -fno-trapping-math -fopenmp -Wall -Wno-parentheses $(INCLUDES) -DMASKPRIOR_CUDA_EMULATION \
-            $(VERSION_DEFINES)
+EMU_CODE  = -std=c++17 -march=$(HOST_MARCH) -ffp-contract=off -fno-trapping-math -fopenmp -Wall -Wno-parentheses $(INCLUDES) -DMASKPRIOR_CUDA_EMULATION
+EMU_BASE  = $(EMU_CODE) $(VERSION_DEFINES)
 EMU_FLAGS = $(EMU_BASE) $(EMU_OPT)
 # the same tests under AddressSanitizer and UndefinedBehaviorSanitizer: out-of-bounds reads and
 # writes in a kernel beyond the emulation's guard bytes, and undefined arithmetic. The sanitizer
@@ -192,9 +194,12 @@ EMU_TESTS = $(wildcard tests/*.cu tests/*.h)
 DEV_NAMES    = attention_forward attention_backward matmul
 DEV_BINS     = $(DEV_NAMES:%=dev/%)
 DEV_EMULATED = $(DEV_NAMES:%=dev/%-emulated)
-# make exercise: the file with the exercise's three kernels that the lab's backward harness checks
-# (dev/exercises/README.md); the solution is dev/exercises/attention_backward_solution.cuh
-EXERCISE    ?= dev/exercises/attention_backward_exercise.cuh
+# make exercise, the kernel course (dev/exercises/README.md, dev/exercises/check/exercise.sh): STEP=N
+# checks step N's blank, EXERCISE=FILE any step's file (EXERCISE=N is STEP=N); each step's check is
+# built into build/exercises/ at EXERCISE_OPT ("-O0 -g" to step through a CUDA thread in gdb)
+EXERCISE     ?=
+STEP         ?=
+EXERCISE_OPT ?= -O1
 
 # ---- fuzzing (tests/fuzz/) ----
 # One libFuzzer harness per input parser (tests/fuzz/fuzz_<name>.cpp), built by clang++ with
@@ -330,18 +335,22 @@ endif
 
 dev-emulated: $(DEV_EMULATED)
 
-$(DEV_BINS): dev/%: dev/%.cu dev/dev_common.h $(HEADERS) .build-settings
+$(DEV_BINS): dev/%: dev/%.cu dev/dev_common.h dev/dev_check.h $(HEADERS) .build-settings
 	$(NVCC) $(NVCCFLAGS) -o $@ $< $(LDLIBS)
 
-$(DEV_EMULATED): dev/%-emulated: dev/%.cu dev/dev_common.h $(HEADERS) $(EMU_HEADERS) .build-settings
+$(DEV_EMULATED): dev/%-emulated: dev/%.cu dev/dev_common.h dev/dev_check.h $(HEADERS) $(EMU_HEADERS) .build-settings
 	$(EMU_CXX) $(EMU_FLAGS) -o $@ -x c++ $< -x none $(EMU_LIBS)
 
-# built every time (about 10 s), so that it is never another EXERCISE's build that runs
+# the step's check is built every time (a few seconds), so that it is never another file's build that runs
 exercise: deps-test
-	@test -f "$(EXERCISE)" || { echo "make exercise: EXERCISE=$(EXERCISE): no such file" >&2; exit 2; }
-	$(EMU_CXX) $(EMU_FLAGS) -DATTENTION_BACKWARD_EXERCISE='"$(EXERCISE)"' -o dev/exercise-emulated \
-	    -x c++ dev/attention_backward.cu -x none $(EMU_LIBS)
-	./dev/exercise-emulated --quick
+	@EMU_CXX="$(EMU_CXX)" EXERCISE_FLAGS="$(EMU_CODE) $(EXERCISE_OPT)" EMU_LIBS="$(EMU_LIBS)" PYTHON="$(PYTHON)" \
+	    sh dev/exercises/check/exercise.sh "$(EXERCISE)" "$(STEP)"
+
+# step 9's trainer: main.cu with ATTENTION_EXERCISE (the learner's line of attention/versions.cuh's table),
+# built once at -O1 (-O0 trains several times slower) and linked with each learner's file
+build/exercises/train-main.o: main.cu $(HEADERS) $(EMU_HEADERS) dev/exercises/check/train.h .build-settings
+	@mkdir -p build/exercises
+	$(EMU_CXX) $(EMU_BASE) -O1 -DATTENTION_EXERCISE -c -o $@ -x c++ main.cu
 
 table-boolean: deps-tables maskprior
 	@sh experiments/boolean_table.sh $(BOOLEAN_ARGS)
@@ -409,8 +418,8 @@ bench: deps-bench maskprior tools/fma_peak
 clean:
 	rm -f maskprior tests/unit_tests maskprior-emulated tests/emulated_tests tests/emulated_tests_asan tools/fma_peak \
 	      tests/emulated_tests_tsan tests/emulation_tests_tsan \
-	      maskprior-sanitize tests/unit_tests_sanitize $(DEV_BINS) $(DEV_EMULATED) dev/exercise-emulated
-	rm -rf tests/fuzz/bin
+	      maskprior-sanitize tests/unit_tests_sanitize $(DEV_BINS) $(DEV_EMULATED)
+	rm -rf tests/fuzz/bin build/exercises
 
 # each binary also depends on the headers it includes, listed by the compiler in tests/fuzz/bin/fuzz_<name>.d
 tests/fuzz/bin/fuzz_%: tests/fuzz/fuzz_%.cpp

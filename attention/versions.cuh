@@ -18,6 +18,9 @@
 #include "cpu_fast/attention.h"  // attention_forward_cpu_fast, attention_backward_cpu_fast
 #include "layers/launch.cuh"     // launch_kernel, ceil_div, BLOCK, warp sums, UNROLL, DYNAMIC_SHARED
 #include "layers/kernels.h"      // Kernels
+#ifdef ATTENTION_EXERCISE  // the kernel course's step 9 only (make exercise STEP=9), never a normal build:
+#include "dev/exercises/check/train.h"  // ATTENTION_EXERCISE_VERSION, the learner's kernels, the table's last line
+#endif
 
 struct AttentionKernel {
     const char* idea;   // what the version adds, in a few words
@@ -42,6 +45,9 @@ inline constexpr AttentionKernel ATTENTION_KERNELS[] = {
      attention_backward_gpu3},
     {"a block holds a head (T <= 64); dM stage 1 inside it", SHORT_MAX_HS, attention_forward_gpu4,
      attention_backward_gpu4, SHORT_MAX_T, short_shared_bytes},
+#ifdef ATTENTION_EXERCISE
+    ATTENTION_EXERCISE_VERSION,
+#endif
 };
 inline constexpr int ATTENTION_KERNEL_COUNT = (int)std::size(ATTENTION_KERNELS);
 

@@ -19,12 +19,8 @@ int main(int argc, char** argv) {
     for (const DevShape& shape : opt.shapes) {
         const AttentionShape s = shape.s;
         const DevSizes n(s);
-        Rng rng(7);
-        const std::vector<float> qkv = dev_random(n.qkv, rng), mask = dev_random(n.mask, rng, 4);
-        std::vector<float> out(n.out), att(n.att), mask_term(n.mask);
-        attention_forward_cpu(out.data(), att.data(), qkv.data(), s.mask_heads ? mask.data() : nullptr,
-                              mask_term.data(), s);
-        DevBuffer g_qkv(qkv), g_mask(mask), g_out(out), g_att(att), g_mask_term(mask_term);
+        const ForwardCase c(s);  // the inputs and the CPU's y and A
+        DevBuffer g_qkv(c.qkv), g_mask(c.mask), g_out(c.out), g_att(c.att), g_mask_term(c.mask_term);
         const float* gm = s.mask_heads ? g_mask.ptr : nullptr;
         const double bytes = sizeof(float) * (double)(n.qkv + n.out + n.att + (s.mask_heads ? n.mask : 0));
         const double flops = 4.0 * s.B * s.NH * s.T * s.T * s.HS;
@@ -44,7 +40,7 @@ int main(int argc, char** argv) {
                 run[0] = g_out.get();
                 run[1] = g_att.get();
             }
-            const double error = dev_worst(dev_max_error("y", runs[0][0], out), dev_max_error("A", runs[0][1], att));
+            const double error = dev_worst(dev_max_error("y", runs[0][0], c.out), dev_max_error("A", runs[0][1], c.att));
             const bool reproducible = same_bits(runs[0][0], runs[1][0]) && same_bits(runs[0][1], runs[1][1]);
             const double ms = dev_time_ms(opt.quick ? 1 : 20, call);
             dev_table_row(shape, version, ms, dev_bound_ms(call), bytes, flops, error, reproducible);

@@ -20,32 +20,8 @@
 #include <string>
 #include <vector>
 #include "attention/versions.cuh"  // the layer: row functions, CPU loops, every kernel version, the table
-#include "gpu/profile.h"        // profiler, lower_bound_seconds, bound_figures: each call's bound
-#include "layers/rng.h"          // Rng: the random inputs
-
-// The shapes a program runs: awkward ones (T not a multiple of the tiles; HS not of 32; a
-// batch not of the mask gradient's groups), and real ones, named for the run that has them.
-struct DevShape {
-    const char* name;
-    AttentionShape s;  // B, T, NH, HS, mask_heads, causal
-};
-
-inline std::vector<DevShape> dev_shapes(bool quick) {
-    if (quick)  // the CPU emulation: small B and NH, every T of the full list
-        return {{"T16, shared mask", {3, 16, 2, 16, 1, false}},
-                {"T16, per head, causal", {2, 16, 2, 40, 2, true}},
-                {"T65, shared, causal", {9, 65, 2, 8, 1, true}},
-                {"T65, per head", {2, 65, 3, 33, 3, false}},
-                {"T256, per head, causal", {1, 256, 2, 16, 2, true}},
-                {"T256, no mask", {1, 256, 1, 8, 0, false}}};
-    return {{"2parity paper size (T16, shared)", {256, 16, 6, 64, 1, false}},
-            {"T16, per head, causal", {64, 16, 4, 40, 4, true}},
-            {"ViT-Tiny CIFAR (T65, shared)", {128, 65, 3, 64, 1, false}},
-            {"T65, per head, causal", {37, 65, 4, 100, 4, true}},
-            {"LM ALiBi (T256, per head, causal)", {64, 256, 6, 64, 6, true}},
-            {"T256, shared", {16, 256, 6, 64, 1, false}},
-            {"T256, no mask", {16, 256, 6, 64, 0, false}}};
-}
+#include "dev/dev_check.h"         // the shapes, buffers and checks, shared with the kernel course
+#include "gpu/profile.h"           // profiler, lower_bound_seconds, bound_figures: each call's bound
 
 // The command line: [version] [--quick] [--shape B,T,NH,HS,MASK_HEADS,CAUSAL], or --version alone
 struct DevOptions {
@@ -60,23 +36,17 @@ struct DevOptions {
     exit(2);
 }
 
-// --shape's value: six whole numbers; mask heads 0, 1 or NH, causal 0 or 1
-inline DevShape parse_shape(const char* program, const char* text) {
-    int v[6];
-    char tail;
-    if (sscanf(text, "%d,%d,%d,%d,%d,%d%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6 || v[0] < 1 ||
-        v[1] < 1 || v[2] < 1 || v[3] < 1 || (v[4] != 0 && v[4] != 1 && v[4] != v[2]) || (v[5] != 0 && v[5] != 1))
-        dev_usage(program);
-    return {"given", {v[0], v[1], v[2], v[3], v[4], v[5] == 1}};
-}
-
 inline DevOptions dev_options(int argc, char** argv) {
     DevOptions o;
     for (int i = 1; i < argc; i++) {
         const std::string arg = argv[i];
         if (arg == "--version" && argc == 2) { print_version(argv[0]); exit(0); }
         if (arg == "--quick") { o.quick = true; continue; }
-        if (arg == "--shape" && i + 1 < argc) { o.shapes = {parse_shape(argv[0], argv[++i])}; continue; }
+        if (arg == "--shape" && i + 1 < argc) {
+            o.shapes.resize(1);
+            if (!parse_shape(argv[++i], &o.shapes[0])) dev_usage(argv[0]);
+            continue;
+        }
         char* end = nullptr;
         const long v = strtol(argv[i], &end, 10);
         if (*end || end == argv[i] || v < 1 || v > ATTENTION_KERNEL_COUNT) dev_usage(argv[0]);
@@ -89,65 +59,6 @@ inline DevOptions dev_options(int argc, char** argv) {
         exit(2);
     }
     return o;
-}
-
-// The floats of each buffer of the layer at a shape
-struct DevSizes {
-    size_t qkv, out, att, mask;  // (B,T,3·NH·HS), (B,T,NH·HS), (B,NH,T,T), (mask heads or 1,T,T)
-    explicit DevSizes(const AttentionShape& s)
-        : qkv((size_t)s.B * s.T * 3 * s.NH * s.HS), out((size_t)s.B * s.T * s.NH * s.HS),
-          att((size_t)s.B * s.NH * s.T * s.T), mask((size_t)std::max(1, s.mask_heads) * s.T * s.T) {}
-};
-
-// Random values in [-scale, scale): never zeros, which would hide a missing term
-inline std::vector<float> dev_random(size_t n, Rng& rng, float scale = 1.0f) {
-    std::vector<float> v(n);
-    for (auto& x : v) x = rng.uniform(-scale, scale);
-    return v;
-}
-
-// A float buffer on the GPU, filled from the host; get() reads it back
-struct DevBuffer {
-    float* ptr = nullptr;
-    size_t n = 0;
-    explicit DevBuffer(const std::vector<float>& host) : n(host.size()) {
-        ptr = buffer_alloc(DEVICE_GPU, n ? n : 1);
-        if (n) buffer_copy(ptr, DEVICE_GPU, host.data(), DEVICE_CPU, n);
-    }
-    DevBuffer(const DevBuffer&) = delete;
-    DevBuffer& operator=(const DevBuffer&) = delete;
-    void set(const std::vector<float>& host) { buffer_copy(ptr, DEVICE_GPU, host.data(), DEVICE_CPU, n); }
-    std::vector<float> get() const {
-        std::vector<float> host(n);
-        if (n) buffer_copy(host.data(), DEVICE_CPU, ptr, DEVICE_GPU, n);
-        return host;
-    }
-    ~DevBuffer() { buffer_free(DEVICE_GPU, ptr); }
-};
-
-// Whether gpu is within 1e-4 + 1e-3·|cpu| of cpu, the tests' tolerance for reductions (TF32 off);
-// never when either is NaN
-inline bool dev_close(float gpu, float cpu) {
-    return std::fabs((double)gpu - cpu) <= 1e-4 + 1e-3 * std::fabs(cpu);
-}
-
-// The first entry where gpu is not dev_close to cpu; cpu.size() when there is none
-inline size_t dev_first_miss(const std::vector<float>& gpu, const std::vector<float>& cpu) {
-    for (size_t i = 0; i < cpu.size(); i++)
-        if (!dev_close(gpu[i], cpu[i])) return i;
-    return cpu.size();
-}
-
-// Entry i of a row-major buffer of the given dims, each named by one letter: dev_place(61, "bthd",
-// {2, 4, 2, 8}) is "(b, t, h, d) = (0, 3, 1, 5)"
-inline std::string dev_place(size_t i, const std::string& letters, const std::vector<int>& dims) {
-    std::string names, values;
-    for (size_t k = dims.size(); k-- > 0;) {
-        values = std::to_string(i % dims[k]) + (values.empty() ? "" : ", " + values);
-        i /= dims[k];
-    }
-    for (char letter : letters) names += (names.empty() ? "" : ", ") + std::string(1, letter);
-    return "(" + names + ") = (" + values + ")";
 }
 
 // The largest |gpu - cpu|, or NaN when an entry misses (dev_first_miss). The first miss is printed
@@ -168,10 +79,6 @@ inline double dev_max_error(const char* what, const std::vector<float>& gpu, con
 
 // the worse of two errors; NaN (a miss) wins
 inline double dev_worst(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
-
-inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 // The mean time of `runs` calls of f, by CUDA events around them (after one call to warm up). The
 // events go on gpu_stream() (gpu/stream.cuh), the stream the kernels run on. Recorded on the

@@ -16,8 +16,9 @@
 #       emulation must catch (tests/planted_bugs.sh), the build without CUDA at another vector width:
 #       its unit tests, and its runs' bytes against ./maskprior's (tests/nocuda_check.sh), an edit
 #       of a lesson loop that changes --cpu-kernel 1's
-#       run and not version 2's (tests/lesson_edit_check.sh), make exercise failing on the kernel
-#       exercise's blank and passing on its solution (tests/exercise_check.sh), runs killed with
+#       run and not version 2's (tests/lesson_edit_check.sh), the kernel course's blanks failing,
+#       its solutions passing and a mistake planted in each step's kernel named, steps 1 to 8 and
+#       step 9, which trains the model (tests/exercise_check.sh), runs killed with
 #       SIGKILL and continued (tests/test_faults.sh), the command-line cases on
 #       ./maskprior-sanitize (tests/sanitize.sh --quick), every parser's fuzzer for a few seconds
 #       (tests/fuzz/smoke.sh), the table scripts' schedulers (tests/test_scheduler.sh), the way
@@ -199,9 +200,13 @@ emulated_long_run() {
 planted_bugs() {
     part "the planted bugs the emulation must catch (tests/planted_bugs.sh)" 80 program sh tests/planted_bugs.sh
 }
-exercise() {
-    part "the kernel exercise: make exercise fails on the blank and passes on the solution" 15 program \
-        sh tests/exercise_check.sh
+course_steps() {
+    part "the kernel course, steps 1 to 8: blanks fail, solutions pass, planted mistakes named" 40 program \
+        sh tests/exercise_check.sh 1 2 3 4 5 6 7 8
+}
+course_training() {
+    part "the kernel course, step 9: the model trained with the solution's kernels, to kernel 1's bytes" 60 \
+        program sh tests/exercise_check.sh 9
 }
 faults() {
     part "faults: runs killed with SIGKILL or stopped by a signal, and continued (tests/test_faults.sh)" 25 program \
@@ -224,9 +229,9 @@ export_timm() {
 # docs/testing.md)
 queue="doctest_suite emulated_index packages documents plot lab_forward lab_backward prepare_text ptxas_report
        lab_matmul"
-$check && queue="nocuda emulated_reverse_asan planted_bugs doctest_suite sanitize_quick emulated_index
-                 emulated_shuffled gpu_check_rehearsal fuzz_smoke lesson_edit safetensors_official faults
-                 emulated_long_run export_timm exercise packages documents plot scheduler export_nanogpt
+$check && queue="nocuda emulated_reverse_asan planted_bugs doctest_suite course_training sanitize_quick
+                 emulated_index emulated_shuffled gpu_check_rehearsal course_steps fuzz_smoke lesson_edit
+                 safetensors_official faults emulated_long_run export_timm packages documents plot scheduler export_nanogpt
                  gpu_tests_isolated emulation_tsan lab_forward lab_backward prepare_text ptxas_report lab_matmul"
 echo "$queue" | tr -s ' \n' '\n\n' | grep . > "$out/queue"
 echo 0 > "$out/taken"

@@ -1,10 +1,11 @@
-// dev/exercises/attention_backward_exercise.cuh: the exercise, blank (dev/exercises/README.md says
-// it in full): write the attention backward, the mask gradient dM included, as the three kernels
-// below, a thread per query row, per key column and per mask entry, as kernel 1 (attention.cuh)
-// runs it. Work in a copy, and check it against the CPU on the CUDA emulation (no GPU needed):
-//   cp dev/exercises/attention_backward_exercise.cuh $HOME/my_backward.cuh
-//   make exercise EXERCISE=$HOME/my_backward.cuh
-// `make exercise` alone checks this file as it is: it fails, and names what is wrong and where.
+// dev/exercises/step4_attention_backward_exercise.cuh: the kernel course, step 4 of 9, blank: the
+// attention backward, the mask gradient dM included, as the three kernels below, a thread per query
+// row, per key column and per mask entry, as kernel 1 (attention.cuh) runs it
+// (dev/exercises/README.md says it in full). Work in a copy, and check it against the CPU on the
+// CUDA emulation (no GPU needed):
+//   cp dev/exercises/step4_attention_backward_exercise.cuh $HOME/step4.cuh
+//   make exercise EXERCISE=$HOME/step4.cuh
+// (make exercise finds the step in the file's name or, in a copy, in this first line: keep it.)
 //
 // The forward, per batch row b and head h (q, k, v: the head's slices of the token's qkv row):
 //   S_ij = q_i . k_j / sqrt(HS) + log σ(M_ij)    (T, T)  the mask term
@@ -18,7 +19,7 @@
 //                                            one mask) of dS_bhij
 // Every gradient is added (+=) to what its buffer holds; dS is scratch, written (=).
 //
-// From attention.cuh, which the harness includes first:
+// From attention.cuh, which this file includes:
 //   AttentionShape s                      B, T, NH, HS; mask_heads: 0 (no mask), 1 (one (T,T) mask that
 //                                         every head uses) or NH (one per head); causal
 //   head_vector(qkv, s, part, b, t, h)    where head h's q (part 0), k (1) or v (2) of token t of batch
@@ -27,9 +28,10 @@
 //   row_index(r, s)                       {b, h, i} of row r of the (B, NH, T) grid, r = (b·NH + h)·T + i
 //   sigmoid_of_minus(m)                   σ(-m) = 1 / (1 + e^m), the slope of log σ(m)
 // No atomics: a thread adds only into numbers that no other thread adds into (the README says why
-// that takes three kernels).
+// that takes three kernels). The launches (the check's, kernel 1's): ceil(B·NH·T / 128) blocks of 128
+// threads for the rows and for the columns, ceil(mask_heads·T·T / 128) for the mask entries.
 #pragma once
-#include "attention.cuh"  // AttentionShape, head_vector, row_index, sigmoid_of_minus
+#include "attention.cuh"  // AttentionShape, head_vector, row_index, sigmoid_of_minus (and kernel 1: the answer)
 
 // The rows pass: a thread per query row, r = blockIdx.x·blockDim.x + threadIdx.x over the B·NH·T
 // rows (a thread past the last row does nothing), (b, h, i) = row_index(r, s). It writes dS_i,:,

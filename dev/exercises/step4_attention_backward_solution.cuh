@@ -1,7 +1,7 @@
-// dev/exercises/attention_backward_solution.cuh: the exercise's solution is the project's own
-// kernel 1, not a copy of it: its three backward kernels (attention.cuh) under the exercise's
-// names, which make exercise checks as it checks yours:
-//   make exercise EXERCISE=dev/exercises/attention_backward_solution.cuh
+// dev/exercises/step4_attention_backward_solution.cuh: the kernel course, step 4, solved by the
+// project's own kernel 1, not a copy of it: its three backward kernels (attention.cuh) under the
+// exercise's names, which make exercise checks as it checks yours:
+//   make exercise EXERCISE=dev/exercises/step4_attention_backward_solution.cuh
 // To read the answer, read attention.cuh's backward, where each of these kernels calls one function
 // that sits under the math it computes, the same function the CPU's loop calls:
 //   attention_backward_rows_kernel1     attention_row_backward: dA, then dS
