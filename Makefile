@@ -32,11 +32,14 @@
 #   make maskprior-emulated  ./maskprior-emulated: the same program with its kernels run on
 #                   the CPU (--device cuda); EMU_OPT="-O0 -g" to step through a CUDA thread in gdb
 #   make test-emulated  the GPU tests alone, on the emulation
-#   make table-boolean  the Boolean table: 3 tasks x 5 variants x 3 seeds, 45 runs (BOOLEAN_ARGS="--paper
+#   make table-boolean  the Boolean table: 4 tasks x 5 variants x 3 seeds, 60 runs (BOOLEAN_ARGS="--paper
 #                   --seeds 5"); SCHEDULER=list before any table (or make run) prints its runs instead
 #   make table-boolean-targets  Boolean targets the paper did not run (--task boolean): 7 targets, each with
 #                   4 variants and 3 seeds, and cyclic3's mask with its own G and with the G read off
 #                   its target: 90 runs (BOOLEAN_TARGETS_ARGS="--seeds N")
+#   make table-boolean-data-g  G from the target (the oracle) against G from the seen data alone
+#                   (--g-from data): 17 targets, each with the default, the mask with either G, 3 seeds:
+#                   153 runs (BOOLEAN_DATA_G_ARGS="--seeds N")
 #   make sweep-2parity  which settings make 2parity extrapolate, and which do not: 22 settings, 66 runs
 #   make table-arithmetic  add3 and mul2 with little data: 8 fractions x 4 inits x 3 seeds, 96 runs
 #                   (ARITHMETIC_ARGS="--paper --seeds N")
@@ -130,6 +133,8 @@ OPTIMIZER ?= adam
 BOOLEAN_ARGS ?=
 # make table-boolean-targets: --seeds N
 BOOLEAN_TARGETS_ARGS ?=
+# make table-boolean-data-g: --seeds N
+BOOLEAN_DATA_G_ARGS ?=
 # make table-arithmetic: --paper (Lee et al.'s model size, for a GPU) and/or --seeds N
 ARITHMETIC_ARGS ?=
 # make table-vision: --paper (ViT-Tiny, for a GPU), --seeds N, --epochs E
@@ -214,7 +219,7 @@ FUZZ_NAMES  = safetensors structure arithmetic idx cifar image token_file vocabu
 FUZZ_BINS   = $(FUZZ_NAMES:%=tests/fuzz/bin/fuzz_%)
 FUZZ_ARGS  ?= --runs 1000000
 
-.PHONY: all run test check check-arm64 test-emulated table-boolean table-boolean-targets table-arithmetic table-vision table-lm \
+.PHONY: all run test check check-arm64 test-emulated table-boolean table-boolean-targets table-boolean-data-g table-arithmetic table-vision table-lm \
         table-prior-robustness test-large sweep-2parity \
         gpu-check gpu-check-full gpu-check-rehearsal gpu-include ptxas-report bench deps-run deps-test deps-check deps-tables deps-bench deps-arm64 clean test-sanitize test-faults \
         fuzz fuzz-smoke dev dev-emulated exercise
@@ -357,6 +362,9 @@ table-boolean: deps-tables maskprior
 
 table-boolean-targets: deps-tables maskprior
 	@sh experiments/boolean_targets_table.sh $(BOOLEAN_TARGETS_ARGS)
+
+table-boolean-data-g: deps-tables maskprior
+	@sh experiments/boolean_data_g_table.sh $(BOOLEAN_DATA_G_ARGS)
 
 table-arithmetic: deps-tables maskprior
 	@sh experiments/arithmetic_table.sh $(ARITHMETIC_ARGS)

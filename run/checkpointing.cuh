@@ -72,14 +72,14 @@ static const Metadata RUN_METADATA_ADDED_LATER = {{"schedule", "constant"}, {"wa
                                                   {"randaugment", "0"},     {"randaugment_ops", "2"},
                                                   {"random_erase", "0"},    {"prior_noise", "0"},
                                                   {"prior_drop", "0"},      {"prior_seed", "none"},
-                                                  {"mask_lr_scale", "1"}};
+                                                  {"mask_lr_scale", "1"},   {"g_from", "target"}};
 
 // Run keys that run_metadata writes only when their flag is on (run/setup.cuh): a run without
 // them asks for their value when absent, off, and so refuses a checkpoint of a run with them
 static const char* RUN_METADATA_WHEN_ON[] = {"drop_path",   "ema",           "mixup",        "cutmix",
                                              "mix_switch",  "mix_prob",      "randaugment",  "randaugment_ops",
                                              "random_erase", "prior_noise",  "prior_drop",   "prior_seed",
-                                             "mask_lr_scale"};
+                                             "mask_lr_scale", "g_from"};
 
 // A run continued from a checkpoint: its step and its metadata (step 0 and empty when it starts afresh)
 struct Resumed {

@@ -147,10 +147,7 @@ struct RunKeeper {
         write_pictures(paths.folder, "final", model, ev, task);
         const std::string loss_name = model.cfg.readout == READOUT_REGRESSION ? opt.loss : "cross-entropy";
         nlohmann::ordered_json about = {{"task", opt.task}};
-        if (opt.task == "boolean") {  // which target, held out where
-            about["target"] = opt.target;
-            about["unseen"] = opt.unseen;
-        }
+        if (task_in_family(opt.task, TASKS_BOOLEAN)) about.update(boolean_facts(opt, task));  // f, U, which G
         about.update(nlohmann::ordered_json{{"init", opt.init}, {"variant", init_variant(opt)}, {"seed", opt.seed},
              {"data_dir", opt.data_dir}, {"pe_scale", opt.pe_scale}, {"optimizer", opt.optimizer},
              {"weight_decay_on", weight_decay_on(model)},

@@ -21,7 +21,8 @@
 
 struct Options {
     std::string task = "maj3";
-    std::string target, unseen;  // --task boolean: the target EXPR and the held-out subcube COND
+    std::string target, unseen;  // --task boolean: the target EXPR and the held-out part COND
+    std::string g_from = "target";  // the Boolean tasks' G: off f's support (or the named task's own), or the seen data
     std::string init = "default";
     std::string device = "auto";
     std::string optimizer = "adamw";
@@ -148,9 +149,10 @@ inline void check_prior_flags(const Options& o) {
 }
 
 // The flags of one task family given to another are refused: the image flags, the language
-// flags, and --data-dir and --mask-window, which both take. --init impulse needs images. --task
-// boolean's target and subcube are parsed here, before the run folder exists: a bad one throws
-// its line (tasks/boolean_target.h), and nothing is written.
+// flags, and --data-dir and --mask-window, which both take; --g-from to a task that is not
+// Boolean, or with a --mask-structure file, which replaces the G it chooses. --init impulse needs
+// images. --task boolean's target and hold-out are parsed here, before the run folder exists: a
+// bad one throws its line (tasks/boolean_target.h), and nothing is written.
 inline void check_task_flags(const Options& o, const std::vector<std::string>& flags) {
     const bool images = is_image_task(o.task), language = is_language_task(o.task);
     static const char* image_flags[] = {"--patch", "--pool", "--crop-pad", "--resize", "--no-flip", "--flip",
@@ -167,6 +169,10 @@ inline void check_task_flags(const Options& o, const std::vector<std::string>& f
             fail("%s is for the image tasks and --task lm, not %s", f, o.task.c_str());
         if (o.task != "boolean" && listed(boolean_flags, flag))
             fail("%s is for --task boolean, not %s", f, o.task.c_str());
+        if (flag == "--g-from" && !task_in_family(o.task, TASKS_BOOLEAN))
+            fail("--g-from is for the Boolean tasks (%s), not %s", family_names(TASKS_BOOLEAN).c_str(), o.task.c_str());
+        if (flag == "--g-from" && !o.mask_structure.empty())
+            fail("--g-from chooses the task's G, and --mask-structure replaces it: give one of them");
     }
     if ((find_init(o.init)->uses & INIT_IMAGES_ONLY) && !images)
         fail("--init %s is for the image tasks, not %s", o.init.c_str(), o.task.c_str());
@@ -231,7 +237,7 @@ static const char* VALUED[] = {
     "--sample-tokens", "--temperature", "--top-k", "--checkpoint-every", "--attention-kernel", "--matmul-kernel",
     "--cpu-kernel", "--list", "--profile", "--drop-path", "--ema", "--mixup", "--cutmix", "--mix-switch",
     "--mix-prob", "--randaugment", "--randaugment-ops", "--random-erase", "--prior-noise", "--prior-drop",
-    "--prior-seed", "--mask-lr-scale", "--target", "--unseen"};
+    "--prior-seed", "--mask-lr-scale", "--target", "--unseen", "--g-from"};
 
 // The command line as words, with each --flag=value as the two words --flag value; a valued
 // flag's next word is its value, whatever it holds (--prompt "--x=1" stays one word).
@@ -284,6 +290,7 @@ inline Options parse_options(int argc, char** argv) {
         }
         else if (flag == "--target") o.target = value;
         else if (flag == "--unseen") o.unseen = value;
+        else if (flag == "--g-from") o.g_from = parse_choice(flag, value, {"target", "data"});
         else if (flag == "--init") {
             if (!find_init(value)) fail("--init must be one of %s, got '%s'", table_names(INITS).c_str(), value);
             o.init = value;

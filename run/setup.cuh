@@ -37,9 +37,12 @@ static const char* FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist";
 inline std::unique_ptr<Task> make_task(const Options& opt) {
     switch (find_task(opt.task)->family) {  // the flags named one (run/options.h)
     case TASKS_BOOLEAN:  // a target that parses: the flags checked it (run/options.h)
+    {
+        const GSource g = opt.g_from == "data" ? G_FROM_DATA : G_FROM_TARGET;
         if (opt.task == "boolean")
-            return std::make_unique<BooleanTask>(parse_boolean_target(opt.target, opt.unseen, BOOL_BITS));
-        return std::make_unique<BooleanTask>(opt.task);
+            return std::make_unique<BooleanTask>(parse_boolean_target(opt.target, opt.unseen, BOOL_BITS), g);
+        return std::make_unique<BooleanTask>(opt.task, g);
+    }
     case TASKS_LANGUAGE: {  // a bad or missing token file throws, naming it
         LanguageSettings settings;
         settings.seq_len = opt.seq_len;
@@ -365,6 +368,7 @@ inline Metadata run_metadata(const Options& opt) {
         m["prior_seed"] = std::to_string(opt.prior_seed);
     }
     if (opt.mask_lr_scale != 1) m["mask_lr_scale"] = fmt("%g", opt.mask_lr_scale);
+    if (opt.g_from != "target") m["g_from"] = opt.g_from;
     if (opt.drop_path > 0) m["drop_path"] = fmt("%g", opt.drop_path);
     if (opt.ema > 0) m["ema"] = fmt("%g", opt.ema);
     if (opt.randaugment > 0) {
@@ -415,26 +419,55 @@ inline int print_list(const std::string& what) {
     return 0;
 }
 
+// What metrics.json records of a Boolean task besides its metrics: its target and hold-out as
+// text (a named task's own), which G the run used (g_from), the monomials it was read off
+// (g_support; null for a G written by hand, cyclic3's), and the MDI's sign accuracy on the
+// unseen points where f != 0 (mdi_acc_unseen; null where there is none)
+inline nlohmann::ordered_json boolean_facts(const Options& opt, const Task& task) {
+    const BooleanTask& boolean = dynamic_cast<const BooleanTask&>(task);
+    nlohmann::ordered_json facts = {{"target", boolean.target.text}, {"unseen", boolean.target.unseen_text},
+                                    {"g_from", opt.g_from}};
+    facts["g_support"] = nullptr;
+    if (!boolean.own_structure) {
+        facts["g_support"] = nlohmann::ordered_json::array();
+        for (uint32_t A : boolean.g_support)
+            if (A != 0) facts["g_support"].push_back(monomial_text(A));
+    }
+    const double unseen = boolean.mdi_accuracy_unseen;
+    facts["mdi_acc_unseen"] = std::isnan(unseen) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(unseen);
+    return facts;
+}
+
 // A flag's text as a piece of a folder's name: spaces dropped, '*' as '.', and every character but
-// letters, digits and . + - = , as '_' (sign(x0+x1)*x2 -> sign_x0+x1_.x2); past 60 characters, its
-// first 50 and an FNV-1a hash of the whole
+// letters, digits and . + - = , as '_' (sign(x0+x1)*x2 -> sign_x0+x1_.x2); its first 50 characters.
+// Two texts can give one piece (2*5*x0 and 2.5*x0 both 2.5.x0): a hash of them follows it.
 inline std::string folder_piece(const std::string& text) {
     std::string piece;
-    uint32_t hash = 2166136261u;
     for (unsigned char c : text) {
-        hash = (hash ^ c) * 16777619u;
         if (c == ' ' || c == '\t') continue;
         piece += c == '*' ? '.' : isalnum(c) || strchr(".+-=,", c) ? (char)c : '_';
     }
-    return piece.size() <= 60 ? piece : piece.substr(0, 50) + fmt("-%08x", hash);
+    return piece.substr(0, 50);
+}
+
+// The 32-bit FNV-1a hash of text, as 8 hex digits
+inline std::string text_hash(const std::string& text) {
+    uint32_t hash = 2166136261u;
+    for (unsigned char c : text) hash = (hash ^ c) * 16777619u;
+    return fmt("%08x", hash);
 }
 
 // --out, or runs/<task>-<init variant>-s<seed>; created with its parents (mkdir -p).
 // --task images and --task lm say which data folder: runs/images-<its name>-..., runs/lm-<its name>-...;
-// --task boolean its target and hold-out: runs/boolean-x0.x1.x2-unseen-x0=-1,x1=-1-mask-s1
+// --task boolean its target and hold-out, and a hash of the two as written, which tells apart the
+// targets whose pieces are the same: runs/boolean-x0.x1.x2-unseen-x0=-1,x1=-1-b00cdd21-mask-s1;
+// --g-from data adds -g-data (runs/maj3-g-data-mask-s1)
 inline std::string run_folder(const Options& opt) {
     std::string data = opt.task;
-    if (opt.task == "boolean") data += "-" + folder_piece(opt.target) + "-unseen-" + folder_piece(opt.unseen);
+    if (opt.task == "boolean")
+        data += "-" + folder_piece(opt.target) + "-unseen-" + folder_piece(opt.unseen) + "-" +
+                text_hash(opt.target + "\n" + opt.unseen);
+    if (opt.g_from == "data") data += "-g-data";
     if (opt.task == "images" || is_language_task(opt.task)) {
         std::string path = opt.data_dir;
         while (path.size() > 1 && path.back() == '/') path.pop_back();

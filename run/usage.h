@@ -17,8 +17,15 @@ task and init
   --task NAME         the task                                         (maj3)
 {tasks}  --target EXPR       --task boolean: the target, an expression in x0..x14
                       with numbers, + - *, ( ) and sign(): 'x0*x1*x2'
-  --unseen COND       --task boolean: the held-out subcube, bits fixed to
-                      -1 or +1: 'x0=-1,x1=-1' (docs/tasks.md)
+  --unseen COND       --task boolean: the held-out part, bits or products
+                      of bits set to -1 or +1: 'x0=-1,x1=-1' (a subcube),
+                      'x0*x1*x2=-1' (half the cube) (docs/tasks.md)
+  --g-from W          the Boolean tasks' G: target, off f's Fourier support
+                      (a named task's own), which reads f where it is held
+                      out; or data, off the seen data's sparsest
+                      interpolator (per coset the one with the most zero
+                      coefficients; ties to the lower top degree, then
+                      the union of their supports)                     (target)
   --init NAME         where the prior lives                            (default)
 {inits}  --mask-c C          prior strength c: mask ±c; qk-* target logits c·G (6)
   --mask-per-head     one M per head instead of one per layer shared by heads

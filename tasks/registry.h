@@ -24,6 +24,7 @@ inline const TaskKind TASKS[] = {
     {"2parity", TASKS_BOOLEAN, "x0·x1; unseen: x0 = x1 = -1"},
     {"maj3", TASKS_BOOLEAN, "sign(x0 + x1 + x2); unseen: x0 = x1 = -1"},
     {"cyclic3", TASKS_BOOLEAN, "sum_i x_i x_i+1 x_i+2, i mod 15; unseen: x0 = x1 = x2 = -1"},
+    {"threesym", TASKS_BOOLEAN, "x0x1 - 1.25 x1x2 + 1.5 x2x0; unseen: x0x1x2 = -1 (half)"},
     {"boolean", TASKS_BOOLEAN, "any target: --target EXPR --unseen COND (docs/tasks.md)"},
     {"add3", TASKS_ARITHMETIC, "3-digit addition, answer reversed: $123+456=9750$"},
     {"mul2", TASKS_ARITHMETIC, "2-digit multiplication, answer reversed"},
@@ -69,6 +70,14 @@ inline const TaskKind* find_task(const std::string& name) {
 inline bool task_in_family(const std::string& name, TaskFamily family) {
     const TaskKind* kind = find_task(name);
     return kind && kind->family == family;
+}
+
+// "2parity, maj3, ...": the names of a family's tasks, for an error line that lists them
+inline std::string family_names(TaskFamily family) {
+    std::string names;
+    for (const TaskKind& kind : TASKS)
+        if (kind.family == family) names += (names.empty() ? "" : ", ") + std::string(kind.name);
+    return names;
 }
 
 inline bool is_image_task(const std::string& task) { return task_in_family(task, TASKS_IMAGES); }

@@ -1,7 +1,8 @@
 // tasks/walsh.h: Fourier analysis on the Boolean cube {-1,+1}^n, what the Boolean tasks read off a
 // target f (docs/method.md, "Any target"): its coefficients, by a fast Walsh-Hadamard transform;
-// its min-degree interpolator (MDI) for a held-out subcube; its support, and the interaction
-// structure G that the support gives. Host only, in double.
+// its support, and the interaction structure G that a support gives. The held-out part and the
+// interpolators it leaves free (the MDI, the sparsest one) are tasks/holdout.h's. Host only, in
+// double.
 //
 // Cube point p (0 .. 2^n - 1) has x_i = +1 where bit i of p is set, -1 where it is not. A set A of
 // bits is a bit mask too; its monomial is χ_A(x) = Π_{i∈A} x_i, and every f on the cube is
@@ -11,16 +12,6 @@
 // by 2^-n. The transform runs in n passes of 2^(n-1) butterflies; on values that are multiples of
 // a power of two (±1 targets, integers, halves: every named task) every sum is exact, and so is
 // the MDI.
-//
-// The MDI for a held-out subcube U = {x : x_i = s_i for i in S}: every function equal to f on the
-// seen domain (outside U) is f + h·1_U with h a function of the free bits F (those not in S), and
-//     1_U(x) = Π_{i∈S} (1 + s_i x_i)/2 = 2^-|S| Σ_{B⊆S} s_B χ_B(x),    s_B = Π_{i∈B} s_i,
-// so h's coefficient ĥ(R), R ⊆ F, moves exactly the group {R ∪ B : B ⊆ S} of f's coefficients,
-// each by 2^-|S| s_B ĥ(R). The group's top monomial R ∪ S is its only one of degree |R| + |S|;
-// the MDI zeroes it, which fixes ĥ(R) = -2^|S| s_S f̂(R ∪ S), and so moves the rest of the group:
-//     ĝ(R ∪ S) = 0,     ĝ(R ∪ B) = f̂(R ∪ B) - s_{S∖B} f̂(R ∪ S)   for B ⊊ S.
-// Zeroing every top is the unique choice with the least weight Σ_{|A|=d} ĝ(A)² at the highest
-// degree d, then the next (GOTU's degree profile): docs/method.md derives it.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -28,16 +19,10 @@
 #include <string>
 #include <vector>
 
-// A subcube of {-1,+1}^n: the bits in `fixed` hold a value, +1 for those also in `plus`, -1 for
-// the others; the other bits are free.
-struct Subcube {
-    uint32_t fixed = 0;  // bit mask of the fixed bits (S)
-    uint32_t plus = 0;   // bit mask of those fixed to +1 (a subset of fixed)
-    bool holds(uint32_t p) const { return (p & fixed) == plus; }
-    int fixed_count() const { return __builtin_popcount(fixed); }
-};
-
 inline int popcount(uint32_t v) { return __builtin_popcount(v); }
+
+// χ_A at cube point p: -1 to the number of A's bits that are -1 at p
+inline int chi(uint32_t A, uint32_t p) { return popcount(A & ~p) % 2 ? -1 : 1; }
 
 // The Walsh-Hadamard transform in place, unnormalised: v(a) <- Σ_p (-1)^|a&p| v(p).
 // values (2^bits). Its own inverse up to 2^bits.
@@ -72,47 +57,43 @@ inline std::vector<double> from_fourier(const std::vector<double>& coefficients,
     return f;
 }
 
-// The coefficients (2^bits) of the min-degree interpolator of f for the held-out subcube `unseen`,
-// from f's coefficients: each group's top zeroed, the rest moved (the header's formula)
-inline std::vector<double> mdi_coefficients(const std::vector<double>& f_hat, const Subcube& unseen) {
-    const uint32_t S = unseen.fixed;
-    std::vector<double> g_hat(f_hat.size());
-    for (uint32_t A = 0; A < (uint32_t)f_hat.size(); A++) {
-        const uint32_t R = A & ~S, B = A & S;
-        if (B == S) { g_hat[A] = 0; continue; }  // the top of R's group
-        const uint32_t minus_in_rest = (S & ~B) & ~unseen.plus;  // the bits of S∖B whose s_i is -1
-        const double s_rest = popcount(minus_in_rest) % 2 ? -1.0 : 1.0;
-        g_hat[A] = f_hat[A] - s_rest * f_hat[R | S];
-    }
-    return g_hat;
-}
-
-// The MDI (2^bits) of f (2^bits) at every cube point
-inline std::vector<double> min_degree_interpolator(const std::vector<double>& f, const Subcube& unseen, int bits) {
-    return from_fourier(mdi_coefficients(fourier_coefficients(f, bits), unseen), bits);
-}
-
-// f's support: the sets A (ascending) whose coefficient is not zero. Coefficients computed from
-// values with no exact binary form (0.1) carry rounding residues of about 1e-16 of the largest
-// one where they should be 0; a coefficient counts when it is above 1e-12 of the largest.
-inline std::vector<uint32_t> fourier_support(const std::vector<double>& f_hat) {
+// The size below which a coefficient counts as 0. Coefficients computed from values with no exact
+// binary form (0.1) carry rounding residues where they should be 0: about 1e-16 of the non-constant
+// coefficients' size, and up to about n·2^-52 (3e-15 on 15 bits) of the constant's, which enters
+// every value (1e12 + x0*x1). So: 1e-12 of the largest non-constant coefficient, plus 1e-14 of the
+// constant; a constant alone does not make the others residues.
+inline double coefficient_tolerance(const std::vector<double>& coefficients) {
     double largest = 0;
-    for (double c : f_hat) largest = std::fmax(largest, std::fabs(c));
+    for (size_t A = 1; A < coefficients.size(); A++) largest = std::fmax(largest, std::fabs(coefficients[A]));
+    return 1e-12 * largest + 1e-14 * std::fabs(coefficients[0]);
+}
+
+// f's support: the sets A (ascending) whose coefficient is not zero (above coefficient_tolerance)
+inline std::vector<uint32_t> fourier_support(const std::vector<double>& f_hat) {
+    const double tolerance = coefficient_tolerance(f_hat);
     std::vector<uint32_t> support;
     for (uint32_t A = 0; A < (uint32_t)f_hat.size(); A++)
-        if (std::fabs(f_hat[A]) > 1e-12 * largest) support.push_back(A);
+        if (std::fabs(f_hat[A]) > tolerance) support.push_back(A);
     return support;
 }
 
-// The bits f reads: the union of its support's sets
+// A set's monomial as text: x0*x1 ({0, 1}), 1 (the empty set)
+inline std::string monomial_text(uint32_t A) {
+    std::string text;
+    for (int i = 0; i < 32; i++)
+        if (A >> i & 1) text += (text.empty() ? "x" : "*x") + std::to_string(i);
+    return text.empty() ? "1" : text;
+}
+
+// The bits a support reads: the union of its sets
 inline uint32_t support_bits(const std::vector<uint32_t>& support) {
     uint32_t bits = 0;
     for (uint32_t A : support) bits |= A;
     return bits;
 }
 
-// G (T x T, T = bits + 1; position 0 is CLS, position i + 1 is bit x_i; row = query) read off f's
-// support: CLS and every bit f reads attend to each other, two bits that share a monomial of the
+// G (T x T, T = bits + 1; position 0 is CLS, position i + 1 is bit x_i; row = query) read off a
+// support: CLS and every bit it reads attend to each other, two bits that share a monomial of the
 // support attend to each other, and every token attends to itself. All links go both ways.
 inline std::vector<float> structure_from_support(const std::vector<uint32_t>& support, int bits) {
     const int T = bits + 1;

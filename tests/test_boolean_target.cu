@@ -81,21 +81,21 @@ TEST_CASE("--target and --unseen: every error one line naming the column or the 
     expect_parse_error("x0*x1", "x0=2", "--unseen 'x0=2': x0=2: a fixed bit's value is -1 or +1");
     expect_parse_error("x0*x1", "x0=0.5,x1=1", "x0=0.5: a fixed bit's value is -1 or +1");
     expect_parse_error("x0*x1", "x0=-1, x0=1", "x0 is fixed twice");
-    expect_parse_error("x0*x1", "", "--unseen '': no bit is fixed: the held-out subcube would be the whole cube");
-    expect_parse_error("x0*x1", " ", "no bit is fixed");
+    expect_parse_error("x0*x1", "", "--unseen '': no constraint: the whole cube would be held out");
+    expect_parse_error("x0*x1", " ", "no constraint");
     expect_parse_error("x0*x1", "x15=1", "x15 is not a bit: the bits are x0..x14");
     expect_parse_error("x0*x1", "x0=-1,", "column 7: expected a bit such as x0");
     expect_parse_error("x0*x1", "x0 -1", "column 4: expected '=' and -1 or +1 after x0");
-    expect_parse_error("x0*x1", "x0=-1;x1=1", "column 6: expected ',' between two fixed bits");
+    expect_parse_error("x0*x1", "x0=-1;x1=1", "column 6: expected ',' between two constraints");
     expect_parse_error("x0+1", "x0=1", "it is constant (0) on the seen domain, the cube outside --unseen 'x0=1'");
     expect_parse_error("3", "x4=-1", "it is constant (3) on the seen domain");
     // what parses: spaces, +1 and 1, every bit fixed (a single point held out)
     const BooleanTarget t = parse_boolean_target("x0", " x0 = +1 , x2=1,x1=-1 ", BOOL_BITS);
-    CHECK(t.unseen.fixed == 0b111u);
-    CHECK(t.unseen.plus == 0b101u);
+    CHECK(t.unseen.points(BOOL_BITS) == BOOL_POINTS / 8);
+    for (uint32_t p = 0; p < 8; p++) CHECK(t.unseen.holds(p) == (p == 0b101u));
     std::string all;
     for (int i = 0; i < BOOL_BITS; i++) all += (i ? ",x" : "x") + std::to_string(i) + "=-1";
-    CHECK(parse_boolean_target("x0", all, BOOL_BITS).unseen.fixed == (1u << BOOL_BITS) - 1);
+    CHECK(parse_boolean_target("x0", all, BOOL_BITS).unseen.points(BOOL_BITS) == 1);
 }
 
 TEST_CASE("the Walsh-Hadamard transform: coefficients by hand, and back to f") {
@@ -197,7 +197,7 @@ static Solutions solve(std::vector<std::vector<double>> A, std::vector<double> b
 // degree n, then at n - 1, ..., then at 0: its coefficients form an affine set c0 + N z; each degree
 // D in turn takes the z that minimise the weight of D's coefficients (least squares, by the normal
 // equations) and keeps those. Returns it at every point.
-static std::vector<double> least_degree_interpolator(const std::vector<double>& f, const Subcube& unseen, int n) {
+static std::vector<double> least_degree_interpolator(const std::vector<double>& f, const HoldOut& unseen, int n) {
     const int size = 1 << n;
     auto chi = [](uint32_t A, uint32_t p) { return popcount(A & ~p) % 2 ? -1.0 : 1.0; };
     std::vector<std::vector<double>> E;
@@ -250,12 +250,13 @@ TEST_CASE("the computed MDI equals a brute-force least-degree interpolator on a 
     for (int trial = 0; trial < 12; trial++) {
         std::vector<double> f(1 << n);
         for (double& v : f) v = trial % 2 ? rng.below(7) - 3 : rng.uniform(-2, 2);  // integers, then reals
-        Subcube unseen;
-        while (unseen.fixed_count() < 1 + trial % 3) unseen.fixed |= 1u << rng.below(n);
-        unseen.plus = unseen.fixed & (uint32_t)rng.below(1 << n);
+        uint32_t fixed = 0;
+        while (popcount(fixed) < 1 + trial % 3) fixed |= 1u << rng.below(n);
+        const uint32_t plus = fixed & (uint32_t)rng.below(1 << n);
+        const HoldOut unseen = HoldOut::subcube(fixed, plus);
         CAPTURE(trial);
-        CAPTURE(unseen.fixed);
-        CAPTURE(unseen.plus);
+        CAPTURE(fixed);
+        CAPTURE(plus);
         const std::vector<double> fast = min_degree_interpolator(f, unseen, n);
         const std::vector<double> brute = least_degree_interpolator(f, unseen, n);
         double worst = 0;
@@ -337,7 +338,7 @@ TEST_CASE("--task boolean: bad flags are one line naming the column or the bit, 
     expect_refused(B + "'x0+1' --unseen x0=1", "it is constant (0) on the seen domain");
     expect_refused("--task boolean --target x0*x1 --unseen x0=2", "x0=2: a fixed bit's value is -1 or +1");
     expect_refused("--task boolean --target x0*x1 --unseen x1=-1,x1=-1", "x1 is fixed twice");
-    expect_refused("--task boolean --target x0*x1 --unseen ''", "no bit is fixed: the held-out subcube would be");
+    expect_refused("--task boolean --target x0*x1 --unseen ''", "no constraint: the whole cube would be held out");
     expect_refused("--task boolean --target x0*x1", "--task boolean needs --target EXPR and --unseen COND");
     expect_refused("--task maj3 --target x0*x1", "--target is for --task boolean, not maj3");
     expect_refused("--task 2parity --unseen x0=1", "--unseen is for --task boolean, not 2parity");

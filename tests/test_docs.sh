@@ -73,7 +73,7 @@ plant "a flag the program does not have, in a code span" "flag --no-such-flag" \
 plant "a path that does not exist, in a fenced block" "path tests/no_such_test.sh" \
     "$(printf '```sh\nsh tests/no_such_test.sh --quick\n```')"
 plant "a wrong count of a table's runs" "count 2 seeds" \
-    '    make table-boolean          # 3 tasks x 5 variants x 2 seeds'
+    '    make table-boolean          # 4 tasks x 5 variants x 2 seeds'
 
 # a figure of the README's "Results in brief" that the section it links does not give: the vision
 # table's older +2.1, which the README once kept after docs/results.md had moved to +1.75

@@ -2,7 +2,8 @@
 # tools/plot.py on the fixture runs in tests/fixtures/plot (one default, one qk-svd, one mask
 # run of 2parity): every PNG is written and is a real image; a folder that is not a run gives
 # exit code 2 and one line on stderr; metrics missing or null in a log are no error. Then
-# tools/arithmetic_table.py and tools/boolean_targets_table.py on hand-written metrics.json files.
+# tools/arithmetic_table.py, tools/boolean_targets_table.py and tools/boolean_data_g_table.py on
+# hand-written metrics.json files.
 # Exit 0 when all holds, 1 when not, 77 (skipped) when matplotlib is missing.
 # The Python is ${MASKPRIOR_PYTHON:-/usr/bin/python3}.
 cd "$(dirname "$0")/.." || exit 1
@@ -88,6 +89,28 @@ grep -qF "1.0 minutes of runs in all" "$tmp/table" || fail "boolean_targets_tabl
     && fail "boolean_targets_table.py accepted a folder without Boolean-target runs"
 grep -q "^boolean_targets_table.py: error: no metrics.json" "$tmp/stderr" \
     || fail "boolean_targets_table.py: a folder without its runs is not one error line: $(cat "$tmp/stderr")"
+
+# 6. tools/boolean_data_g_table.py: one row per target, its three kinds of run by folder and
+# g_from, the two readings computed from f's text (maj3: 25% of its weight off x0, x1, and half of
+# its held-out points moved onto seen ones by x0 <-> x2; x0 x1 x2 x3 held out where x0 x1 = 1: none,
+# and 3/4), and what the data's G was read off beside the oracle's.
+g_run() {  # folder target unseen variant g_from g_support acc_unseen
+    mkdir -p "$tmp/g/$1-s1"
+    echo "{\"task\": \"boolean\", \"target\": \"$2\", \"unseen\": \"$3\", \"g_from\": \"$5\",
+          \"g_support\": $6, \"mdi_acc_unseen\": 0.5, \"variant\": \"$4\", \"seed\": 1, \"device\": \"CPU\",
+          \"seconds\": 60, \"acc_unseen\": $7, \"mdi_acc_cube\": 0.875}" >"$tmp/g/$1-s1/metrics.json"
+}
+g_run maj-default "sign(x0+x1+x2)" "x0=-1,x1=-1" default target '["x0"]' 0.5
+g_run maj-mask "sign(x0+x1+x2)" "x0=-1,x1=-1" mask target '["x0", "x1"]' 1.0
+g_run maj-mask-g-data "sign(x0+x1+x2)" "x0=-1,x1=-1" mask data '["x0", "x1"]' 1.0
+g_run p4-mask "x0*x1*x2*x3" "x0*x1=1" mask target '["x0*x1*x2*x3"]' 0.0
+g_run p4-mask-g-data "x0*x1*x2*x3" "x0*x1=1" mask data '["x2*x3"]' 0.25
+"$python" tools/boolean_data_g_table.py "$tmp/g" >"$tmp/table" 2>&1 || fail "boolean_data_g_table.py: $(cat "$tmp/table")"
+for row in "| maj | \`sign(x0+x1+x2)\` | \`x0=-1,x1=-1\` | 25% | 50% | 50.0 | 50 (50) | 100 (100) | 100 (100) | the oracle's |" \
+    "| p4 | \`x0*x1*x2*x3\` | \`x0*x1=1\` | 0% | 75% | 50.0 | - | 0 (0) | 25 (25) | \`x2*x3\` |"; do
+    grep -qF "$row" "$tmp/table" || fail "boolean_data_g_table.py: not the row $row: $(cat "$tmp/table")"
+done
+grep -qF "5.0 minutes of runs in all" "$tmp/table" || fail "boolean_data_g_table.py: not the runs' minutes"
 
 [ "$failed" = 0 ] && echo "plot test: ok"
 exit "$failed"

@@ -12,6 +12,8 @@
 #include "test_cli.cu"
 #include "test_cli_vision.cu"
 #include "test_boolean_target.cu"
+#include "test_boolean_edges.cu"
+#include "test_boolean_holdout.cu"
 #include "test_torch.cu"
 #include "test_gpu.cu"
 #include "test_gpu_vision.cu"

@@ -83,7 +83,13 @@ case_row "--target: an unclosed parenthesis" $tiny --task boolean --target 'sign
 case_row "--target: constant on the seen domain" $tiny --task boolean --target 'x0+1' --unseen x0=1
 case_row "--unseen: a value other than ±1" $tiny --task boolean --target 'x0*x1' --unseen x0=0
 case_row "--unseen: a bit fixed twice" $tiny --task boolean --target 'x0*x1' --unseen x0=-1,x0=1
-case_row "--unseen: no bit fixed (the whole cube held out)" $tiny --task boolean --target 'x0*x1' --unseen ''
+case_row "--unseen: no constraint (the whole cube held out)" $tiny --task boolean --target 'x0*x1' --unseen ''
+case_row "--unseen: a parity that contradicts the others" $tiny --task boolean --target 'x0*x2' --unseen 'x0=-1,x1=-1,x0*x1=-1'
+case_row "--unseen: a parity that follows from the others" $tiny --task boolean --target 'x0*x2' --unseen 'x0=-1,x1=-1,x0*x1=1'
+case_row "--target: a minus sign pasted from a document" $tiny --task boolean --target 'x0 − x1' --unseen x0=-1
+case_row "--target: an overflow inside sign()" $tiny --task boolean --target "sign(1$(printf '%0200d' 0)*1$(printf '%0200d' 0))*x2" --unseen x0=-1
+case_row "--target: past a float's range" $tiny --task boolean --target "1$(printf '%039d' 0)*x2" --unseen x0=-1
+case_row "--g-from for a task that is not Boolean" $tiny --task add3 --g-from data
 case_row "--device cuda without a GPU" $tiny --device cuda
 case_row "--resume of a missing file" $tiny --resume /nonexistent/model.safetensors
 case_row "--resume of a file that is not safetensors" $tiny --resume "$tmp/garbage.safetensors"

@@ -68,9 +68,10 @@ def main(argv):
         devices.update(r["device"] for r in runs)
         seconds += sum(r["seconds"] for r in runs)
         name = group[:-len(first["variant"]) - 1]
-        target = first.get("target", first["task"])
+        named = first["task"] != "boolean"  # a named task: its name (its metrics.json has its target too)
+        target = first["task"] if named else first["target"]
         target = f"`{target if len(target) <= 40 else target[:37] + '...'}`"
-        unseen = f"`{first['unseen']}`" if "unseen" in first else "its own"
+        unseen = "its own" if named else f"`{first['unseen']}`"
         cells = [name, target, unseen, first["variant"], str(len(runs)), cell([r["acc_cube"] for r in runs]),
                  cell([r["acc_unseen"] for r in runs]), cell([r["exact_cube"] for r in runs]),
                  cell([r["mdi_agreement"] for r in runs]),

@@ -26,8 +26,9 @@
 #   token_file   train.bin and val.bin of data/prepare_text.py on tests/fixtures/text/tiny.txt,
 #                bytes and BPE (400 pieces) tokenizers
 #   vocabulary   the tokenizer.bin of those two runs
-#   target       --task boolean's --target and --unseen, a line each: maj3's and 2parity's, and two
-#                that use every piece of the grammar (numbers, unary signs, sign(), spaces, +1)
+#   target       --task boolean's --target and --unseen, a line each: maj3's, 2parity's and threesym's
+#                (a parity hold-out), and three that use every piece of the grammar (numbers, unary
+#                signs, sign(), spaces, +1, products of bits mixed with single bits)
 set -e
 cd "$(dirname "$0")/../.." || exit 1
 python=/usr/bin/python3
@@ -169,9 +170,11 @@ for tokenizer in bytes bpe; do
     cp "$tmp/$tokenizer/tokenizer.bin" "$corpus/vocabulary/valid/$tokenizer-tokenizer.bin"
 done
 
-# target: an expression, then a held-out subcube
+# target: an expression, then its hold-out
 printf 'sign(x0+x1+x2)\nx0=-1,x1=-1\n' > "$corpus/target/valid/maj3.txt"
 printf 'x0*x1\nx0=-1,x1=-1\n' > "$corpus/target/valid/2parity.txt"
+printf 'x0*x1 - 1.25*x1*x2 + 1.5*x2*x0\nx0*x1*x2=-1\n' > "$corpus/target/valid/threesym.txt"
+printf 'x0*x3 + sign(x5 - x1)\n x0 * x1 = 1, x2=-1 ,x3*x4*x5=+1\n' > "$corpus/target/valid/parities.txt"
 printf 'x0*x1*x2 + x3*x4*x5 - 0.5*x6\n x2 = +1 , x14=1\n' > "$corpus/target/valid/sparse.txt"
 printf -- '-(x0 + x0*x1 + x0*x1*x2) * 1.25 + sign(x13 - 2*(x14 + 1))\nx0=-1\n' > "$corpus/target/valid/staircase.txt"
 du -sh "$corpus"
