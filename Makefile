@@ -77,7 +77,8 @@
 #                   the model with your kernels: STEP=N checks step N's blank (which fails), EXERCISE=FILE
 #                   any step's file (your copy, or a solution), against the CPU on the emulation
 #   make bench      CPU speed against PyTorch eager (the make-run, wide, ViT and LM models) and
-#                   against this machine's FMA peak and mul+add ceiling (tools/fma_peak)
+#                   against this machine's FMA peak and mul+add ceiling (tools/fma_peak);
+#                   HOST_MARCH=x86-64-v3: the AVX2 build, against PyTorch held to AVX2 too
 #   make fuzz       every input parser under libFuzzer with ASan and UBSan, 10^6 inputs each
 #                   (FUZZ_ARGS="--seconds S"; clang); make fuzz-smoke: 10 s each (tests/fuzz/)
 # docs/testing.md says what each test checks, docs/gpu.md what gpu-check runs.

@@ -11,18 +11,29 @@
 //
 // Why it is fast (the plain loop reaches a few GFLOP/s on these tiny layers):
 //   1. B is packed into panels of NR columns: panel p is B[:, p·NR .. p·NR+NR) as K rows of NR
-//      contiguous floats, the last panel padded with zeros. One k step reads one such row.
+//      contiguous floats, the last panel padded with zeros. One k step reads one such row. (B's
+//      own rows, where they run along N, would do without the copy; but rows 512 B or 2 KB apart,
+//      as the models' widths make them, fall into a few sets of the L1 cache and push each
+//      other out: read so, the products ran a fifth to a third slower on a Zen 4 EPYC held to
+//      AVX2.)
 //   2. A micro-kernel holds an MR x NR tile of C in registers (MR·NR/lanes vector registers)
 //      for a whole block of k (item 4): per k it loads one panel row, broadcasts MR values of
 //      A, and does MR·NR multiplies and adds with no memory traffic for C.
 //   3. Threads split the tiles, never k, so each output keeps its one chain.
-//   4. The linear layers' products (gemm_accumulate) walk k in blocks of GEMM_KC: a block of a
-//      panel (GEMM_KC x NR floats) stays in the L1 cache while each of a thread's tiles reads it,
-//      where a whole panel of a weight gradient (K = B·T = 4096 rows, 512 KB at NR 32) was read
-//      again from L2 or memory by every tile. A tile's outputs are stored after one block and
-//      loaded again for the next: each output's chain still runs k = 0, 1, ..., K-1 in order.
-// A is read in place through two strides, so one routine serves the forward pass (A = inp) and
-// both gradients (A = dout for dinp, A = dout^T for dW) without copying the larger operand.
+//   4. The linear layers' products (gemm_accumulate) walk k in blocks of GEMM_KC. A tile's block
+//      of A (MR x GEMM_KC floats, 12 KB) stays in the L1 cache while the tile meets every panel,
+//      whose blocks (N x GEMM_KC floats together) come from L2 or L3, where a whole panel of a
+//      weight gradient (K = B·T = 4096 rows, 512 KB at NR 32) came from memory for every tile.
+//      A tile's outputs are stored after one block and loaded again for the next: each output's
+//      chain still runs k = 0, 1, ..., K-1 in order.
+//   5. A is read in place through two strides, so one routine serves the forward pass (A = inp)
+//      and both gradients (A = dout for dinp, A = dout^T for dW) without copying the larger
+//      operand. Where a tile's A runs across rows in memory (dout^T: each k step a different
+//      cache line), its block is first packed into (GEMM_KC, MR), the MR values of a k step side
+//      by side (tile_a_block), once for all panels.
+//   6. While a tile computes, the next tile's rows of A and C are fetched from memory, a share
+//      with each panel (prefetch_next_tile): without it, each new tile waited for them, up to a
+//      fifth of the time of a product of 4096 rows on a Zen 4 EPYC held to AVX2.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -50,23 +61,33 @@ constexpr int VECTOR_BYTES = 16;
 #endif
 
 // Two tiles, MR rows of C by NR columns, as the vector registers allow:
-// - GEMM_MR x GEMM_NR for the linear layers (gemm_accumulate): with AVX-512's 32 registers, 12
+// - GEMM_MR x GEMM_NR for the linear layers (gemm_accumulate). With AVX-512's 32 registers, 12
 //   rows by 32 columns (2 registers a row): 24 accumulators, the panel row's 2 registers, a
 //   broadcast and a product. Per k step it loads 2 vectors and broadcasts 12 values for 24
 //   multiplies and 24 adds: one broadcast for two multiplies, where 8 by 16 broadcast one for
-//   each (docs/speed.md has the two timed). AVX2's 16
-//   registers: 4 by 16 (2 registers a row), 8 accumulators; 16-byte vectors (SSE, NEON): 4 by 8.
+//   each (docs/speed.md has the two timed). AVX2's 16 registers hold the same shape at half the
+//   width, 6 rows by 16 columns: 12 accumulators, 2 for the panel row, 1 broadcast, 1 product;
+//   per k step 2 loads and 6 broadcasts for 12 multiplies and 12 adds. (4 by 16, the tile
+//   before, left 4 registers idle and fed 8 multiplies from the 2 loads: in the L1 cache it ran
+//   at 104 GFLOP/s where 6 by 16 runs at 112, against a mul+add ceiling of about 114 by
+//   tools/fma_peak's loop, all timed in CPU seconds on a Zen 4 EPYC held to AVX2.) 16-byte
+//   vectors (SSE, NEON): 4 by 8.
 // - GEMM_SMALL_MR x GEMM_SMALL_NR = 8 x 16 (AVX-512), 4 x 16 or 4 x 8 for the attention's
 //   products of each batch row and head (gemm_accumulate_serial), whose N is T or HS (16 in
-//   make run's model): a 32-column tile would compute half its lanes on padding there.
+//   make run's model): a 32-column tile would compute half its lanes on padding there, and 4
+//   rows divide T = 16 where 6 leave a third of a tile idle.
 // 8 independent chains or more are enough to hide the latency of the adds.
 constexpr int GEMM_NR = VECTOR_BYTES == 64 ? 32 : VECTOR_BYTES == 32 ? 16 : 8;
-constexpr int GEMM_MR = VECTOR_BYTES == 64 ? 12 : 4;
+constexpr int GEMM_MR = VECTOR_BYTES == 64 ? 12 : VECTOR_BYTES == 32 ? 6 : 4;
 constexpr int GEMM_SMALL_NR = VECTOR_BYTES >= 32 ? 16 : 8;
 constexpr int GEMM_SMALL_MR = VECTOR_BYTES == 64 ? 8 : 4;
-// k steps a block of the linear layers' products (item 4 above): a block's panel is GEMM_KC x
-// GEMM_NR floats, 32 KB with AVX-512, inside the 32-48 KB L1 data cache of current x86 cores
-constexpr int GEMM_KC = 256;
+// k steps a block of the linear layers' products (item 4 above): a tile's block of A,
+// GEMM_MR x GEMM_KC floats, is 12 KB with both AVX-512 (12 x 256) and AVX2 (6 x 512), inside the
+// 32-48 KB L1 data cache of current x86 cores beside the panel rows streaming past it. With
+// AVX2 a block holds every k of the forward products of the models of make bench (K <= 512):
+// each tile's outputs are loaded and stored once, where 256 loaded them twice (the products with
+// K = 512 ran a tenth slower, on a Zen 4 EPYC held to AVX2).
+constexpr int GEMM_KC = VECTOR_BYTES == 32 ? 512 : 256;
 
 template <int NR>
 inline int gemm_panel_count(int N) { return (N + NR - 1) / NR; }
@@ -83,16 +104,21 @@ void gemm_pack_panel(F* panels, StridedMatrix<F> B, int K, int N, int p) {
         }
 }
 
-// One vector register of F (GCC's vector extension): VECTOR_BYTES / sizeof(F) lanes
+// One vector register of F (GCC's vector extension): VECTOR_BYTES / sizeof(F) lanes; `unaligned`,
+// the same vector at any F's address (as the x86 headers' __m256_u), read and written straight
+// from and to a register. (A memcpy into the accumulators became, for x86-64-v3, 16-byte copies
+// through the stack read back 32 bytes at a time: a stall at every tile.)
 template <typename F>
 struct VectorOf;
 template <>
 struct VectorOf<float> {
     typedef float type __attribute__((vector_size(VECTOR_BYTES)));
+    typedef float unaligned __attribute__((vector_size(VECTOR_BYTES), aligned(alignof(float)), may_alias));
 };
 template <>
 struct VectorOf<double> {  // the finite-difference tests run the layers in double
     typedef double type __attribute__((vector_size(VECTOR_BYTES)));
+    typedef double unaligned __attribute__((vector_size(VECTOR_BYTES), aligned(alignof(double)), may_alias));
 };
 
 // The micro-kernel: c (MR, NR) with row stride ldc, c = c_in + A's rows a_rows[0..MR) times the
@@ -105,42 +131,78 @@ inline void gemm_micro_kernel(F* c, size_t ldc, const F* c_in, size_t ldc_in, co
                               const F* panel, int K) {
     using Vec = typename VectorOf<F>::type;
     constexpr int LANES = VECTOR_BYTES / sizeof(F), V = NR / LANES;
+    using Unaligned = typename VectorOf<F>::unaligned;
     Vec acc[MR][V];
     for (int i = 0; i < MR; i++)
-        for (int v = 0; v < V; v++) memcpy(&acc[i][v], c_in + i * ldc_in + v * LANES, sizeof(Vec));
+        for (int v = 0; v < V; v++) acc[i][v] = *(const Unaligned*)(c_in + i * ldc_in + v * LANES);
     for (int k = 0; k < K; k++) {
         Vec b[V];  // B[k, this panel's NR columns]
-        for (int v = 0; v < V; v++) memcpy(&b[v], panel + (size_t)k * NR + v * LANES, sizeof(Vec));
+        for (int v = 0; v < V; v++) b[v] = *(const Unaligned*)(panel + (size_t)k * NR + v * LANES);
         for (int i = 0; i < MR; i++) {
             const F a = a_rows[i][k * a_k];
             for (int v = 0; v < V; v++) acc[i][v] += a * b[v];
         }
     }
     for (int i = 0; i < MR; i++)
-        for (int v = 0; v < V; v++) memcpy(c + i * ldc + v * LANES, &acc[i][v], sizeof(Vec));
+        for (int v = 0; v < V; v++) *(Unaligned*)(c + i * ldc + v * LANES) = acc[i][v];
 }
 
-// One tile of C (M, N): rows t·MR .. +MR, panel p's columns, += A (M, K) · panel p (K, NR), over
-// the k steps k0 .. k0+kc; with start_row (N), the tile is first set to it (each row a copy).
+// One tile of C (M, N): rows t·MR .. +MR, panel p's columns, += the tile's rows of A times panel
+// p, over the k steps k0 .. k0+kc, where a_tile (MR, kc) is A's block: a_tile(i, k) = A[t·MR + i,
+// k0 + k]. With start_row (N), the tile is first set to it (each row a copy).
 template <int MR, int NR, typename F>
-void gemm_tile(F* C, size_t ldc, StridedMatrix<F> A, const F* panels, int M, int N, int K, int p, int t, int k0,
-               int kc, const F* start_row = nullptr) {
+void gemm_tile(F* C, size_t ldc, StridedMatrix<F> a_tile, const F* panels, int M, int N, int K, int p, int t,
+               int k0, int kc, const F* start_row = nullptr) {
     const int row0 = t * MR, col0 = p * NR;
     const int rows = std::min(MR, M - row0), cols = std::min(NR, N - col0);
     const F* a_rows[MR];  // a tile's missing rows repeat its last row: computed, never stored
-    for (int i = 0; i < MR; i++) a_rows[i] = &A((size_t)row0 + std::min(i, rows - 1), (size_t)k0);
+    for (int i = 0; i < MR; i++) a_rows[i] = &a_tile(std::min(i, rows - 1), 0);
     const F* panel = panels + ((size_t)p * K + k0) * NR;
     F* c = C + (size_t)row0 * ldc + col0;
     const F* c_in = start_row ? start_row + col0 : c;
     const size_t ldc_in = start_row ? 0 : ldc;
     if (rows == MR && cols == NR)
-        return gemm_micro_kernel<MR, NR>(c, ldc, c_in, ldc_in, a_rows, A.col_stride, panel, kc);
+        return gemm_micro_kernel<MR, NR>(c, ldc, c_in, ldc_in, a_rows, a_tile.col_stride, panel, kc);
     F edge[MR][NR] = {};  // an edge tile runs on a full-size copy of itself
     for (int i = 0; i < rows; i++)
         for (int j = 0; j < cols; j++) edge[i][j] = c_in[i * ldc_in + j];
-    gemm_micro_kernel<MR, NR>(&edge[0][0], NR, &edge[0][0], NR, a_rows, A.col_stride, panel, kc);
+    gemm_micro_kernel<MR, NR>(&edge[0][0], NR, &edge[0][0], NR, a_rows, a_tile.col_stride, panel, kc);
     for (int i = 0; i < rows; i++)
         for (int j = 0; j < cols; j++) c[i * ldc + j] = edge[i][j];
+}
+
+// A's block for tile t, k steps k0 .. k0+kc, as gemm_tile reads it: A itself where a row runs
+// along k in memory; else (item 5) a copy packed into `room` (kc, MR), the rows past M as the
+// last one, whose a_tile(i, k) = room[k·MR + i].
+template <int MR, typename F>
+StridedMatrix<F> tile_a_block(StridedMatrix<F> A, int M, int t, int k0, int kc, F* room) {
+    const int row0 = t * MR, rows = std::min(MR, M - row0);
+    if (A.col_stride == 1) return {&A((size_t)row0, (size_t)k0), A.row_stride, 1};
+    for (int k = 0; k < kc; k++) {
+        F* step = room + (size_t)k * MR;  // the MR values of k step k0 + k
+        if (rows == MR && A.row_stride == 1)  // side by side in A too (dout^T): one copy
+            memcpy(step, &A((size_t)row0, (size_t)k0 + k), MR * sizeof(F));
+        else
+            for (int i = 0; i < MR; i++) step[i] = A((size_t)row0 + std::min(i, rows - 1), (size_t)k0 + k);
+    }
+    return {room, 1, MR};
+}
+
+// Item 6: asks the memory for the share `part` (of `parts`) of what tile t + 1 will read first,
+// while tile t computes: its outputs in panel `part` (the tile's MR rows, NR columns) and, where
+// A is read in place, every parts-th cache line of its block of A, k0 .. k0+kc. A prefetch is a
+// hint: it never faults and changes no value.
+template <int MR, int NR, typename F>
+void prefetch_next_tile(const F* C, size_t ldc, StridedMatrix<F> A, int M, int N, int t, int k0, int kc, int part,
+                        int parts) {
+    constexpr int LINE = 64 / sizeof(F);  // elements in a 64-byte cache line
+    const int row0 = (t + 1) * MR, rows = std::min(MR, M - row0);
+    for (int i = 0; i < rows; i++)
+        for (int j = part * NR; j < std::min(N, part * NR + NR); j += LINE)
+            __builtin_prefetch(C + (size_t)(row0 + i) * ldc + j, 1);
+    if (A.col_stride != 1) return;  // a packed block (dout^T, tile_a_block) is read by the packing
+    for (int i = 0; i < rows; i++)    // a row's block runs along k: a line every LINE k steps
+        for (int k = part * LINE; k < kc; k += parts * LINE) __builtin_prefetch(&A((size_t)row0 + i, (size_t)k0 + k));
 }
 
 // C (M, N), row stride ldc, += A (M, K) · B (K, N), every output summed along k in order; on
@@ -154,7 +216,10 @@ void gemm_accumulate_serial(F* C, size_t ldc, StridedMatrix<F> A, StridedMatrix<
     panels.resize((size_t)num_panels * K * NR);
     for (int p = 0; p < num_panels; p++) gemm_pack_panel<NR>(panels.data(), B, K, N, p);
     for (int p = 0; p < num_panels; p++)
-        for (int t = 0; t < row_tiles; t++) gemm_tile<MR, NR>(C, ldc, A, panels.data(), M, N, K, p, t, 0, K);
+        for (int t = 0; t < row_tiles; t++) {
+            const StridedMatrix<F> a_tile = {&A((size_t)t * MR, 0), A.row_stride, A.col_stride};
+            gemm_tile<MR, NR>(C, ldc, a_tile, panels.data(), M, N, K, p, t, 0, K);
+        }
 }
 
 // The same for the linear layers, in the large tiles: the OpenMP threads pack B's panels, then
@@ -176,10 +241,17 @@ void gemm_accumulate(F* C, size_t ldc, StridedMatrix<F> A, StridedMatrix<F> B, i
         for (int p = 0; p < num_panels; p++) gemm_pack_panel<NR>(panels, B, K, N, p);
         const int threads = team_size(), me = team_thread();
         const int first = row_tiles * me / threads, end = row_tiles * (me + 1) / threads;
-        for (int k0 = 0; k0 < K; k0 += GEMM_KC)
-            for (int t = first; t < end; t++)
-                for (int p = 0; p < num_panels; p++)
-                    gemm_tile<MR, NR>(C, ldc, A, (const F*)panels, M, N, K, p, t, k0, std::min(GEMM_KC, K - k0),
+        std::vector<F> a_room((size_t)GEMM_KC * MR);  // this thread's packed block of A (tile_a_block)
+        for (int k0 = 0; k0 < K; k0 += GEMM_KC) {
+            const int kc = std::min(GEMM_KC, K - k0);
+            for (int t = first; t < end; t++) {
+                const StridedMatrix<F> a_tile = tile_a_block<MR>(A, M, t, k0, kc, a_room.data());
+                for (int p = 0; p < num_panels; p++) {
+                    if (t + 1 < end) prefetch_next_tile<MR, NR>(C, ldc, A, M, N, t, k0, kc, p, num_panels);
+                    gemm_tile<MR, NR>(C, ldc, a_tile, (const F*)panels, M, N, K, p, t, k0, kc,
                                       k0 == 0 ? start_row : nullptr);
+                }
+            }
+        }
     }
 }

@@ -172,6 +172,22 @@ TEST_CASE("make bench's peak: tools/fma_peak's loops as built pass the disassemb
     std::filesystem::remove_all(dir);
 }
 
+// make bench HOST_MARCH=x86-64-v3 on a CPU with AVX-512 holds PyTorch to AVX2 through three
+// environment variables (tools/bench.py, AVX2_HOLD), set before torch loads: the ratio compares like
+// with like only while this Python's torch, OpenBLAS and oneDNN honour them, which their own reports
+// say. On a CPU without AVX-512 there is nothing to hold, and the header must say so instead.
+TEST_CASE("make bench HOST_MARCH=x86-64-v3 holds PyTorch to AVX2, as its libraries report") {
+    const CommandResult r = run_command(
+        PYTHON_BIN + " -c 'import sys; sys.path.insert(0, \"tools\"); import bench; "
+                     "print(bench.hold_pytorch(\"x86-64-v3\")); import torch; "
+                     "print(bench.pytorch_kernels(torch, bench.torch_sgemm_library(torch)))'");
+    CAPTURE(r.out);
+    REQUIRE(r.exit_code == 0);
+    if (r.out.find("no AVX-512") != std::string::npos) return;  // an AVX2 CPU: PyTorch's own choice
+    CHECK(r.out.find("PyTorch held to AVX2 (OPENBLAS_CORETYPE=Haswell") != std::string::npos);
+    CHECK(r.out.find("OpenBLAS core Haswell, ATen AVX2, oneDNN avx2") != std::string::npos);
+}
+
 // The attention benchmark with the kernel lab's emulated programs (dev/*-emulated, which make
 // test builds) and the Python's torch, whatever it lacks (FlexAttention, torch.compile): it
 // must run and read our kernels' times and bits.

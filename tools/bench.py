@@ -24,6 +24,13 @@ Method
   times its window of training steps (forward, backward, AdamW), the program leaving out the
   time it makes batches and evaluates. Two warm-up windows, then BENCH_SECONDS (default 6) of
   windows, then the run is stopped.
+- The vector width: ./maskprior runs the instructions of its build (HOST_MARCH), and so does
+  tools/fma_peak (make bench builds both). Where the binary is built for AVX2 (make bench
+  HOST_MARCH=x86-64-v3) on a CPU that has AVX-512, PyTorch is held to AVX2 too, before it loads
+  (AVX2_HOLD: OpenBLAS's Haswell kernels, ATen's avx2 kernels, oneDNN's AVX2), so that both sides
+  run the instructions of a learner's AVX2 machine; on a CPU without AVX-512 both run AVX2
+  anyway, and PyTorch is left to its own choice. Each run prints what PyTorch's three libraries
+  report they run, held or not (pytorch_kernels).
 - PyTorch: tests/torch_reference.py's model_loss over those parameters as leaf tensors,
   torch.optim.AdamW, cycling through 32 random batches made before the clock starts. Three
   thread settings, each timed: 1 thread in all; OMP_NUM_THREADS threads in torch's pool with
@@ -273,6 +280,63 @@ def time_windows(step, seconds, warmup_s, windows=10, sync=lambda: None):
     return rates, round(sum(rates) * seconds / windows)
 
 
+# PyTorch held to AVX2, set in the environment before torch loads; each library reads its variable
+# once, when it starts
+AVX2_HOLD = (("OPENBLAS_CORETYPE", "Haswell"),  # OpenBLAS (the matmuls): its Haswell kernels, AVX2 and FMA
+             ("ATEN_CPU_CAPABILITY", "avx2"),   # ATen's own kernels (elementwise, softmax, LayerNorm, AdamW)
+             ("ONEDNN_MAX_CPU_ISA", "AVX2"))    # oneDNN (the ViT's patch convolution)
+# oneDNN's dnnl_cpu_isa_t values (dnnl_types.h), for what dnnl_get_effective_cpu_isa returns
+ONEDNN_ISAS = {0x1: "sse41", 0x3: "avx", 0x7: "avx2", 0x407: "avx2_vnni", 0x27: "avx512_core",
+               0x67: "avx512_core_vnni", 0xe7: "avx512_core_bf16", 0x3e7: "avx512_core_amx"}
+
+
+def binary_march():
+    """The binary's HOST_MARCH, from its --version ("... HOST_MARCH=x86-64-v3 ..."); None when it
+    does not say (or does not run: bench_maskprior says why later)."""
+    try:
+        out = subprocess.run([BINARY, "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return None
+    m = re.search(r"HOST_MARCH=(\S+)", out)
+    return m.group(1) if m else None
+
+
+def hold_pytorch(march):
+    """Holds PyTorch to AVX2 (AVX2_HOLD) where the binary is built for x86-64-v3 on a CPU with
+    AVX-512; must run before torch loads. Returns the header's line that says which instructions
+    each side runs."""
+    flags = re.search(r"^flags\s*: (.*)$", open("/proc/cpuinfo").read(), re.M)
+    avx512 = bool(flags) and "avx512f" in flags.group(1).split()
+    if march != "x86-64-v3":
+        return "instructions: the binary's HOST_MARCH=%s; PyTorch its own choice" % march
+    if not avx512:
+        return "instructions: AVX2 on both sides (the binary's HOST_MARCH=x86-64-v3; this CPU has no AVX-512)"
+    if "torch" in sys.modules:
+        sys.exit("bench: torch was loaded before it could be held to AVX2")
+    os.environ.update(AVX2_HOLD)
+    return ("instructions: AVX2 on both sides on this AVX-512 CPU: the binary's HOST_MARCH=x86-64-v3, PyTorch "
+            "held to AVX2 (%s)" % ", ".join("%s=%s" % kv for kv in AVX2_HOLD))
+
+
+def pytorch_kernels(torch, blas):
+    """What PyTorch's libraries report they run: OpenBLAS's core, ATen's CPU capability, oneDNN's ISA."""
+    found = []
+    try:
+        lib = ctypes.CDLL(blas)
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        found.append("OpenBLAS core %s" % lib.openblas_get_corename().decode())
+    except (OSError, AttributeError):
+        found.append("OpenBLAS core unknown")
+    capability = re.search(r"CPU capability usage: (\S+)", torch.__config__.show())
+    found.append("ATen %s" % (capability.group(1) if capability else "unknown"))
+    try:  # Debian's torch links oneDNN as libdnnl.so.2; a wheel's own copy is not to be found
+        isa = ctypes.CDLL("libdnnl.so.2").dnnl_get_effective_cpu_isa()
+        found.append("oneDNN %s" % ONEDNN_ISAS.get(isa, hex(isa)))
+    except (OSError, AttributeError):
+        found.append("oneDNN unknown")
+    return ", ".join(found)
+
+
 class DlInfo(ctypes.Structure):  # glibc's Dl_info, for dladdr
     _fields_ = [("fname", ctypes.c_char_p), ("fbase", ctypes.c_void_p), ("sname", ctypes.c_char_p),
                 ("saddr", ctypes.c_void_p)]
@@ -391,6 +455,7 @@ def main(names):
     if not models:  # nothing left to time
         print("\n".join(skipped.values()))
         return
+    held = hold_pytorch(binary_march())  # before torch loads
     start = cpu_snapshot()
     thread_counts = sorted({1, THREADS})
     peaks = {t: fma_peak(t) for t in thread_counts}
@@ -421,6 +486,7 @@ def main(names):
 
     bits = peaks[THREADS]["bits"]
     print("maskprior CPU benchmark: init mask, AdamW, fp32")
+    print(held)
     for kind, what in (("fma", "FMA peak"), ("mul_add", "mul+add ceiling (maskprior's)")):
         print("%s (tools/fma_peak, %d-bit vectors): %s" % (what, bits, ", ".join(
             "%.1f GFLOP/s at %d thread%s" % (peaks[t][kind], t, "s" if t > 1 else "") for t in thread_counts)))
@@ -468,6 +534,7 @@ def main(names):
     print("maskprior: %s" % re.sub(r", \d+ threads \(CPU\)", "", first.split(": ", 1)[-1]))
     print("PyTorch:   %s (%s)" % (torch.__version__, torch.__file__))
     print("BLAS:      %s (%s; the sgemm_ that libtorch_cpu calls)" % (blas, blas_kind))
+    print("PyTorch's kernels, as its libraries report them: %s" % pytorch_kernels(torch, blas))
 
 
 if __name__ == "__main__":
