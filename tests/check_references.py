@@ -227,7 +227,8 @@ class References:
         evaluation |= set(re.findall(r'push_back\(\{"(\w+)"', scores)) | set(re.findall(r'"(\w+_)"\s*\+', scores))
         log = evaluation | flat(keys(self.function_body("run/report.cuh", "evaluation")))
         metrics = (evaluation | flat(keys(self.function_body("run/keeper.cuh", "finish")))
-                   | flat(keys(self.function_body("run/report.cuh", "metrics_json"))))
+                   | flat(keys(self.function_body("run/report.cuh", "metrics_json")))
+                   | flat(keys(self.function_body("run/setup.cuh", "boolean_facts"))))
         return log, metrics
 
     def check_keys(self):

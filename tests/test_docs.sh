@@ -121,7 +121,7 @@ planted docs/testing.md 's/`make exercise`, //; s/ python3-venv,//'
 planted docs/emulation.md 's|(cudaMalloc number 112, ./layers/device.cuh:158)|(cudaMalloc number 112, ./model.cuh:156)|'
 planted attention.cuh '/^#include "layers\/device.cuh"/d'
 planted model.cuh 's|#include "gpu/stream.cuh"              // gpu_setup$|#include "gpu/stream.cuh"              // gpu_stream_setup|'
-planted README.md 's/| 0.9750 (0.875-1.000) |/| 0.9800 (0.875-1.000) |/; s/; a 2-core AMD EPYC):/):/' \
+planted README.md 's/| 0.9750 (0.875-1.000) |/| 0.9800 (0.875-1.000) |/; s/, a 2-core AMD EPYC):/):/' \
     'The batch goes up in `model_set_batch` (`gpu/model_batch.cuh`); its shape is at `run/report.cuh:9999`; the naive kernels ran at 0.42x PyTorch eager ([docs/gpu.md](docs/gpu.md)).'
 planted run/keeper.cuh '' '// the batch goes up in model_send_batch (gpu/model_batch.cuh)'
 "$python" tests/check_references.py --root "$root" --as docs/runs.md "$work/planted/runs.md" \
