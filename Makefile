@@ -235,15 +235,18 @@ tests/unit_tests: $(wildcard tests/*.cu tests/*.h) $(HEADERS) .build-settings
 	$(NVCC) $(NVCCFLAGS) -o $@ tests/unit_tests.cu $(LDLIBS)
 else
 # The build without CUDA: the same sources by the host compiler, the emulation in CUDA's place
-# (MASKPRIOR_WITHOUT_CUDA: gpu/cuda.cuh), -O3 as nvcc's host code
+# (MASKPRIOR_WITHOUT_CUDA: gpu/cuda.cuh), the program at -O3 as nvcc's host code; the unit tests at
+# -O1, which builds them in half the time (63 against 130 s of CPU) and runs them about as
+# fast (66 against 62 s; a 2-core AMD EPYC of family 25, model 17, for x86-64-v2, 2026-12-06)
 WITHOUT_CUDA_FLAGS = $(EMU_BASE) -DMASKPRIOR_WITHOUT_CUDA -O3
+WITHOUT_CUDA_TEST_FLAGS = $(EMU_BASE) -DMASKPRIOR_WITHOUT_CUDA -O1
 maskprior: main.cu $(HEADERS) $(EMU_HEADERS) .build-settings
 	@echo "maskprior: $(WITHOUT_CUDA_WHY): building with $(CXX) alone, without CUDA: it trains on the CPU" \
 	      "(--device cuda: the CUDA code on the emulation, emu/, to check it)"
 	$(CXX) $(WITHOUT_CUDA_FLAGS) -o $@ -x c++ main.cu -x none $(EMU_LIBS)
 
 tests/unit_tests: $(wildcard tests/*.cu tests/*.h) $(HEADERS) $(EMU_HEADERS) .build-settings
-	$(CXX) $(WITHOUT_CUDA_FLAGS) -o $@ -x c++ tests/unit_tests.cu -x none $(EMU_LIBS)
+	$(CXX) $(WITHOUT_CUDA_TEST_FLAGS) -o $@ -x c++ tests/unit_tests.cu -x none $(EMU_LIBS)
 endif
 
 maskprior-emulated: main.cu $(HEADERS) $(EMU_HEADERS) .build-settings

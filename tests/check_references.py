@@ -80,6 +80,7 @@ LINKED_FIGURE_RE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*%s(?![\w/])((?:(?!\d
 TYPE_DEF_RE = re.compile(r"\b(?:struct|class|union|enum(?:\s+class)?)\s+(\w+)|#\s*define\s+(\w+)"
                          r"|\busing\s+(\w+)\s*=|\btypedef\b[^;]*?\b(\w+)\s*;")
 NAME_DEF_RE = re.compile(r"([\w>*&\]]+)\s*[*&]*\s*\b(%s)\s*(?:\(|(?:\[[^\]]*\])*\s*(?:=(?!=)|;|\{|,|\)))" % IDENT)
+LAUNCH_BOUNDS_DEF_RE = re.compile(r"\b__launch_bounds__\s*\([^()]*\)\s*(%s)\s*\(" % IDENT)
 FIRST_DEF_RE = re.compile(r"\b(?:struct|class|union|enum(?:\s+class)?)\s+(\w+)|#\s*define\s+(\w+)"
                           r"|\busing\s+(\w+)\s*=|([\w>*&\]]+)\s*[*&]*\s*\b(%s)\s*[(\[=;{]" % IDENT)
 C_COMMENT_RE, SCRIPT_COMMENT_RE = re.compile(r"//(.*)$"), re.compile(r"(?:^|\s)#(?![!\s]*include)(.*)$")
@@ -115,7 +116,8 @@ class Code:
     @functools.cache
     def definitions(self, rel):
         """(every name rel defines, those it defines at its top level: not indented, an enumerator,
-        a macro). A C++ definition is a type, a macro, an alias, or a name after a type and before
+        a macro). A C++ definition is a type, a macro, an alias, a kernel's name after
+        __launch_bounds__(...), or a name after a type and before
         '(', '=', ';', '{', ',', ')' or '['; a script's a def, class or NAME=."""
         text, every, top = self.text(rel), set(), set()
         if rel.endswith(".py"):
@@ -131,6 +133,7 @@ class Code:
         code = strip_c(text)
         every = {n for group in TYPE_DEF_RE.findall(code) for n in group if n}
         every |= {m.group(2) for m in NAME_DEF_RE.finditer(code) if m.group(1) not in NOT_TYPES}
+        every |= set(LAUNCH_BOUNDS_DEF_RE.findall(code))  # a kernel after __launch_bounds__(...)
         every -= C_KEYWORDS
         for line in code.split("\n"):
             if line[:1] not in ("", " ", "\t", "}", ")"):  # a top-level line: its first name, not parameters

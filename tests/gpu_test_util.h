@@ -23,7 +23,8 @@ struct GpuBuffer {
 };
 
 // Elementwise kernels: 1e-5; reductions and matmuls: 1e-4 absolute + 1e-3 relative. NaN fails.
-constexpr double ELEMENTWISE = 1e-5, REDUCTION = 1e-4;
+constexpr double ELEMENTWISE = 1e-5;
+constexpr double REDUCTION = 1e-4;
 
 inline void expect_close(const char* what, const std::vector<float>& gpu, const std::vector<float>& cpu, double atol) {
     REQUIRE(gpu.size() == cpu.size());
