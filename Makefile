@@ -166,7 +166,13 @@ $(shell [ "$$(cat .build-settings 2>/dev/null)" = "$(BUILD_SETTINGS)" ] || echo 
 VERSION_DEFINES = -DMASKPRIOR_GIT_COMMIT='"$(GIT_COMMIT)"' -DMASKPRIOR_BUILD_SETTINGS='"$(BUILD_SETTINGS)"'
 GENCODE   = -gencode arch=compute_$(ARCH),code=[sm_$(ARCH),compute_$(ARCH)]
 INCLUDES  = -I. $(if $(EXTRA_INCLUDE),-I$(EXTRA_INCLUDE))
-NVCCFLAGS = -O3 -std=c++17 $(GENCODE) -DMASKPRIOR_CUDA_ARCH=$(ARCH) $(INCLUDES) -Xcompiler -fopenmp,-O3,-march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses \
+NVCC_HOST = -march=$(HOST_MARCH),-ffp-contract=off,-fno-trapping-math,-Wall,-Wno-parentheses
+NVCCFLAGS = -O3 -std=c++17 $(GENCODE) -DMASKPRIOR_CUDA_ARCH=$(ARCH) $(INCLUDES) -Xcompiler -fopenmp,-O3,$(NVCC_HOST) \
+            $(VERSION_DEFINES) $(EXTRA_NVCCFLAGS)
+# the unit tests' host code at -O1 (nvcc's -O is the host's; ptxas still builds the kernels at -O3):
+# half the build (59 against 124 s of CPU) for the same run (90 against 97 s), as for the build
+# without CUDA below (a 2-core AMD EPYC of family 25, model 17, 2026-12-06)
+NVCC_TEST_FLAGS = -O1 -std=c++17 $(GENCODE) -DMASKPRIOR_CUDA_ARCH=$(ARCH) $(INCLUDES) -Xcompiler -fopenmp,-O1,$(NVCC_HOST) \
             $(VERSION_DEFINES) $(EXTRA_NVCCFLAGS)
 # cuBLAS (matmul version 1) and cuBLASLt (version 2, layers/matmul_lt.cuh)
 LDLIBS    = -lcublas -lcublasLt -lgomp -lz
@@ -232,7 +238,7 @@ maskprior: main.cu $(HEADERS) .build-settings
 	$(NVCC) $(NVCCFLAGS) -o $@ main.cu $(LDLIBS)
 
 tests/unit_tests: $(wildcard tests/*.cu tests/*.h) $(HEADERS) .build-settings
-	$(NVCC) $(NVCCFLAGS) -o $@ tests/unit_tests.cu $(LDLIBS)
+	$(NVCC) $(NVCC_TEST_FLAGS) -o $@ tests/unit_tests.cu $(LDLIBS)
 else
 # The build without CUDA: the same sources by the host compiler, the emulation in CUDA's place
 # (MASKPRIOR_WITHOUT_CUDA: gpu/cuda.cuh), the program at -O3 as nvcc's host code; the unit tests at
