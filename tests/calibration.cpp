@@ -1,5 +1,5 @@
 // tests/calibration.cpp: the yardstick of the test suite's budgets (tests/run_all.sh). Compiling it
-// and running it takes a few seconds; that time is one "unit" on the machine at hand, and every
+// and running it takes a second or two; that time is one "unit" on the machine at hand, and every
 // budget is a number of units, so that "past its budget" means the same on a slow machine as on a
 // fast one. It does in small what the suite does in large: the compiler instantiating templates of
 // the standard library and optimising loops, then a program sorting, hashing, branching and
