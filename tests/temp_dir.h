@@ -3,21 +3,27 @@
 // so that two test runs at once never read each other's files.
 #pragma once
 #include <stdlib.h>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
 
-// A fresh folder under $TMPDIR, removed with everything in it when the object goes.
+// A fresh folder under $TMPDIR, removed with everything in it when the object goes, by the process
+// that made it only: a forked child that exits (the emulation's tests of what stops a program) must
+// not take its parent's folder with it.
 struct TempDir {
     std::string path;
+    pid_t owner = getpid();
     TempDir() {
         const char* base = getenv("TMPDIR");
         std::string pattern = std::string(base && *base ? base : "/tmp") + "/maskprior-test-XXXXXX";
         if (!mkdtemp(&pattern[0])) throw std::runtime_error("cannot make a temporary folder " + pattern);
         path = pattern;
     }
-    ~TempDir() { std::filesystem::remove_all(path); }
+    ~TempDir() {
+        if (getpid() == owner) std::filesystem::remove_all(path);
+    }
     TempDir(const TempDir&) = delete;
     TempDir& operator=(const TempDir&) = delete;
     // writes text into a file of the folder; returns its path
