@@ -70,6 +70,13 @@ units_of_ms() { per=${2:-$unit_ms}; echo "$(($1 * 10 / per / 10)).$(($1 * 10 / p
 calibrate
 suite_start=$(now_ms)
 
+# cpu_ms_of FILE: the children's user and system time in FILE, which `times` wrote ("1m2.500000s 0m0.250000s"
+# on its second line), in milliseconds
+cpu_ms_of() {
+    awk 'NR == 2 { ms = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); ms += t[1] * 60000 + t[2] * 1000 }
+                   printf "%d\n", ms }' "$1"
+}
+
 # part NAME BUDGET KIND COMMAND...: one part of the suite, run on the lane that took it; BUDGET in
 # units. KIND: doctest (a doctest binary: its own counts) or program (exit 0 passed, 77 skipped, else
 # failed). Its output is kept and printed whole when it ends, so two lanes never mix their lines; its
@@ -79,9 +86,11 @@ part() {
     shift 3
     log="$out/$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_').log"
     start=$(now_ms)
-    "$@" > "$log" 2>&1
+    # in a subshell, whose `times` then gives the CPU seconds of every process the part waited for
+    ( "$@" > "$log" 2>&1; rc=$?; times > "$log.cpu"; exit $rc )
     rc=$?
     ms=$(($(now_ms) - start))
+    cpu_ms=$(cpu_ms_of "$log.cpu")
     if [ "$kind" = doctest ]; then
         summary=$(grep "test cases:" "$log" | tail -1)
         count() { echo "$summary" | sed -n "s/.*| *\([0-9]*\) $1.*/\1/p"; }
@@ -100,7 +109,7 @@ part() {
     fi
     over=""
     [ "$ms" -gt $((budget * unit_ms)) ] && over=", past its budget of $budget units"
-    echo "$name|$p|$f|$s|$ms|$budget" >> "$out/results"
+    echo "$name|$p|$f|$s|$ms|$budget|$cpu_ms" >> "$out/results"
     {
         flock 9
         echo "== $name"
@@ -259,20 +268,22 @@ while [ $i -lt "$lanes" ]; do
 done
 wait
 
-# the parts' seconds and units, the longest first, each one's share of all the parts' time, and the
-# totals
-passed=0 failed=0 skipped=0 gpu_cases_skipped=0 all_ms=0
-while IFS='|' read -r name p f s ms budget; do
+# the parts' seconds and units, the longest first, each one's share of all the parts' time and its
+# CPU seconds (a part that waits, or one that runs on two cores, shows there), and the totals
+passed=0 failed=0 skipped=0 gpu_cases_skipped=0 all_ms=0 all_cpu_ms=0
+while IFS='|' read -r name p f s ms budget cpu_ms; do
     passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s)) all_ms=$((all_ms + ms))
+    all_cpu_ms=$((all_cpu_ms + cpu_ms))
     [ "$name" = "the doctest suite" ] && gpu_cases_skipped=$s
 done < "$out/results"
-echo "== the parts: seconds, units (budget), share of all the parts' time; $lanes lane(s), 1 unit = $(units_of_ms "$unit_ms" 1000) s"
-sort -t'|' -k5 -rn "$out/results" | while IFS='|' read -r name p f s ms budget; do
+echo "== the parts: seconds, units (budget), share of all the parts' time, CPU seconds; $lanes lane(s)," \
+     "1 unit = $(units_of_ms "$unit_ms" 1000) s"
+sort -t'|' -k5 -rn "$out/results" | while IFS='|' read -r name p f s ms budget cpu_ms; do
     mark=""
     [ "$f" != 0 ] && mark="  FAILED"
     [ "$ms" -gt $((budget * unit_ms)) ] && mark="$mark  past its budget"
-    printf '%6s s %6s u (%3s) %3s%%  %s%s\n' "$((ms / 1000))" "$(units_of_ms "$ms")" "$budget" \
-        "$((ms * 100 / (all_ms > 0 ? all_ms : 1)))" "$name" "$mark"
+    printf '%6s s %6s u (%3s) %3s%% %6s s CPU  %s%s\n' "$((ms / 1000))" "$(units_of_ms "$ms")" "$budget" \
+        "$((ms * 100 / (all_ms > 0 ? all_ms : 1)))" "$((cpu_ms / 1000))" "$name" "$mark"
 done
 [ "$gpu_cases_skipped" != 0 ] && echo "(skipped: $gpu_cases_skipped GPU cases of tests/unit_tests, as there is no" \
     "GPU here; the emulation ran them, and make gpu-check runs them on a GPU)"
@@ -281,5 +292,7 @@ suite="make test" budget=120
 $check && suite="make check's tests" budget=470
 [ "$total_ms" -gt $((budget * unit_ms)) ] && echo "$suite took $((total_ms / 1000)) s, $(units_of_ms "$total_ms") units," \
     "past its budget of $budget units (docs/testing.md)"
+echo "CPU: the parts used $((all_cpu_ms / 1000)) s of it in $((total_ms / 1000)) s, $(units_of_ms "$all_cpu_ms" \
+     "$total_ms") cores busy on average (user and system time of the processes each part waited for)"
 echo "tests: $passed passed, $failed failed, $skipped skipped, in $((total_ms / 1000)) s = $(units_of_ms "$total_ms") units"
 [ "$failed" = 0 ]
