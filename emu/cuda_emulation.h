@@ -51,4 +51,5 @@
 #include "emu/device_memory.h"  // device memory: the arena out of the host's reach, guards, the fault handler
 #include "emu/streams.h"        // streams and events (work that runs later), capture and graphs
 #include "emu/memory_calls.h"   // cudaMalloc, cudaFree, cudaMallocHost, copies and memsets
-#include "emu/threads.h"        // blocks of fibers: the launch, __syncthreads, the warp functions
+#include "emu/threads.h"        // blocks of fibers: the launch, a thread waiting for others
+#include "emu/warp_functions.h" // what kernels call: __syncthreads, the warp functions, math

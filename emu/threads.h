@@ -7,9 +7,7 @@
 #include <unistd.h>
 #include <boost/context/detail/fcontext.hpp>
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -36,7 +34,10 @@ constexpr size_t STACK_BYTES = 256 * 1024;
 // a block needs at most one per thread.
 struct StackPool {
     std::vector<char*> free;  // each: the guard page, then STACK_BYTES
-    static size_t page() { return (size_t)sysconf(_SC_PAGESIZE); }
+    static size_t page() {
+        static const size_t bytes = (size_t)sysconf(_SC_PAGESIZE);  // asked once: every block's threads take stacks
+        return bytes;
+    }
     char* take() {
         if (!free.empty()) {
             char* base = free.back();
@@ -77,10 +78,11 @@ struct CudaThread {
     uint3 index;
     Waiting waiting = Waiting::no;
     unsigned warp_mask = 0;             // the lanes a warp function waits for (existing lanes only)
-    unsigned char offer[16] = {};       // the value this lane hands to a warp function
+    unsigned char offer[2][16] = {};    // the values this lane hands to warp functions, in turn
+    int offer_slot = 0;                 // the slot of its latest offer
+    int met_slot = 0;                   // the slot of its offer at its last meet that let it go
     char* stack = nullptr;              // from the pool, once started
-    fc::fcontext_t context = nullptr;   // where it stopped: the scheduler resumes it there
-    fc::fcontext_t scheduler = nullptr; // where it goes when it waits or ends
+    fc::fcontext_t context = nullptr;   // where it stopped: it goes on from there
 #if defined(__SANITIZE_THREAD__)
     void* tsan_fiber = nullptr;         // ThreadSanitizer's context for this thread
     int meets = 0;                      // the warp functions' meets it has reached
@@ -92,8 +94,13 @@ struct CudaThread {
 struct Block {
     std::vector<CudaThread> threads;  // in the order of their linear index
     std::vector<int> order;           // the pass's order: indices into threads
+    size_t place = 0;                 // the running thread's place in it
     uint64_t linear_index = 0;        // the block's, in the grid
     int running = -1;
+    int left = -1;                    // the thread a jump left (-1: the scheduler), for the one it lands in
+    fc::fcontext_t scheduler = nullptr;     // where the scheduler stopped: the pass's last thread goes there
+    void (*thread_start)(fc::transfer_t) = nullptr;  // a fiber's first function: the kernel's thread_main
+    const void* call = nullptr;       // the kernel and its arguments
     std::vector<unsigned char> dynamic_shared;
 #if defined(__SANITIZE_THREAD__)
     void* tsan_scheduler = nullptr;   // ThreadSanitizer's context of the launching thread
@@ -158,36 +165,117 @@ inline void tell_going_on([[maybe_unused]] Block& b, [[maybe_unused]] CudaThread
 #endif
 }
 
+#if defined(__SANITIZE_THREAD__)
+// ThreadSanitizer contexts of threads that returned, for the next blocks' threads (creating one
+// costs more than running most threads): a context's history is then program order, which
+// blocks have anyway. A forked child starts with none: ThreadSanitizer (gcc 12) does not carry
+// the parent's ordering of a context into the child, and reported a child's kernel writing
+// memory the parent's kernels had written as a race (tests/test_emulation_strict.cu's children)
+inline std::vector<void*>& tsan_fibers() {
+    static std::vector<void*> fibers;
+    static const int forget_in_child = pthread_atfork(nullptr, nullptr, [] { fibers.clear(); });
+    (void)forget_in_child;
+    return fibers;
+}
+#endif
+
+// a fresh CUDA thread's ThreadSanitizer context, named after its index (nothing without it)
+inline void start_tsan_fiber([[maybe_unused]] CudaThread& t) {
+#if defined(__SANITIZE_THREAD__)
+    t.tsan_fiber = tsan_fibers().empty() ? __tsan_create_fiber(0) : tsan_fibers().back();
+    if (!tsan_fibers().empty()) tsan_fibers().pop_back();
+    const std::string name = "CUDA thread (" + std::to_string(t.index.x) + "," + std::to_string(t.index.y) + "," +
+                             std::to_string(t.index.z) + ") of block (" + std::to_string(blockIdx.x) + "," +
+                             std::to_string(blockIdx.y) + "," + std::to_string(blockIdx.z) + ")";
+    __tsan_set_fiber_name(t.tsan_fiber, name.c_str());
+#endif
+}
+
+// A pass runs every thread that does not wait, in the pass's order, each until it waits or returns.
+// A thread that stops jumps straight into the next one (a jump, where going through the scheduler
+// would be two; a jump is most of the emulation's time in kernels with barriers and warp
+// functions), the pass's last one back to the scheduler, which then lets go what it may.
+// Boost.Context hands the context a jump left to the code it lands in, which stores it (store_left).
+EMU_SCHEDULER inline void store_left(Block& b, fc::fcontext_t left) {
+    if (b.left < 0) b.scheduler = left;
+    else b.threads[b.left].context = left;
+}
+
+// the next thread of the pass that does not wait, after the running one (-1: the pass is over)
+EMU_SCHEDULER inline int next_in_pass(Block& b) {
+    while (++b.place < b.order.size())
+        if (b.threads[b.order[b.place]].waiting == Waiting::no) return b.order[b.place];
+    return -1;
+}
+
+// A thread's stack and its context at the start of thread_main. Not inlined: a thread that returns
+// jumps into the next from enter_thread, whose frame, never left, stays on the stack the next block
+// reuses, and must hold no AddressSanitizer marks (this function's would be).
+[[gnu::noinline]] inline void start_fiber(Block& b, CudaThread& t) {
+    t.stack = stack_pool().take();
+    t.context = fc::make_fcontext(t.stack + StackPool::page() + STACK_BYTES, STACK_BYTES,
+                                  b.thread_start);  // stacks grow down
+    start_tsan_fiber(t);
+}
+
+// Jumps from the scheduler (from -1) or a thread into thread i, where it stopped or at its start;
+// returns when a jump comes back.
+EMU_SCHEDULER inline void enter_thread(Block& b, int i, int from) {
+    CudaThread& t = b.threads[i];
+    b.running = i;
+    threadIdx = t.index;
+    if (!t.stack) start_fiber(b, t);
+#if defined(__SANITIZE_THREAD__)
+    __tsan_switch_to_fiber(t.tsan_fiber, 0);
+#endif
+    b.left = from;
+    store_left(b, fc::jump_fcontext(t.context, nullptr).fctx);
+}
+
+// Jumps from the running thread back to the scheduler; returns when a jump comes back.
+EMU_SCHEDULER inline void back_to_scheduler(Block& b) {
+    b.left = b.running;
+    store_left(b, fc::jump_fcontext(b.scheduler, nullptr).fctx);
+}
+
 // The calling CUDA thread stops here until the scheduler lets it go on (at its end, for good).
-// What it reads for the jump it reads before telling ThreadSanitizer; the switch to the
-// scheduler's context comes right before the jump, in this function: after it, an access, or a
-// return, would count as the scheduler's.
+// Under ThreadSanitizer it goes back to the scheduler, whose jump into a thread synchronises
+// (above), where one thread's into the next would have to not; what it reads for the jump it reads
+// before telling ThreadSanitizer, and the switch to the scheduler's context comes right before the
+// jump, in this function: after it, an access, or a return, would count as the scheduler's.
 inline void wait(Waiting why, unsigned warp_mask = 0) {
     Block& b = *running_block();
     CudaThread& t = this_thread();
     t.waiting = why;
     t.warp_mask = warp_mask;
-    const fc::fcontext_t back = t.scheduler;
 #if defined(__SANITIZE_THREAD__)
     void* const scheduler = b.tsan_scheduler;
     const int barrier_slot = b.barriers % 2;
+    const int next = -1;
 #else
     const int barrier_slot = 0;
+    const int next = next_in_pass(b);
 #endif
+    const int running = b.running;
     tell_stop(b, t, why, barrier_slot);
+    if (next >= 0) {
+        enter_thread(b, next, running);
+    } else {
 #if defined(__SANITIZE_THREAD__)
-    __tsan_switch_to_fiber(scheduler, __tsan_switch_to_fiber_no_sync);
+        __tsan_switch_to_fiber(scheduler, __tsan_switch_to_fiber_no_sync);
 #endif
-    t.scheduler = fc::jump_fcontext(back, nullptr).fctx;
+        back_to_scheduler(b);
+    }
     tell_going_on(b, t, why, barrier_slot);
 }
 
-// A CUDA thread's fiber: from.data is the kernel and its arguments. At its end it waits for good;
-// the scheduler takes back its stack.
+// A CUDA thread's fiber: the block's call is the kernel and its arguments. At its end it waits for
+// good; the scheduler takes back its stack.
 template <typename Kernel, typename Args>
 void thread_main(fc::transfer_t from) {
-    running_block()->threads[running_block()->running].scheduler = from.fctx;
-    const auto* call = static_cast<const std::pair<Kernel, const Args*>*>(from.data);
+    Block& b = *running_block();
+    store_left(b, from.fctx);
+    const auto* call = static_cast<const std::pair<Kernel, const Args*>*>(b.call);
     std::apply(call->first, *call->second);
     wait(Waiting::exited);
     __builtin_unreachable();
@@ -236,6 +324,7 @@ EMU_SCHEDULER inline bool release_warps(Block& b, std::string* error) {
             for (int k = 0; k < warpSize; k++)
                 if (mask >> k & 1) {
                     lanes[k].waiting = Waiting::no;
+                    lanes[k].met_slot = lanes[k].offer_slot;
 #if defined(__SANITIZE_THREAD__)
                     lanes[k].met_in = lanes[k].arrived_into;
 #endif
@@ -245,20 +334,6 @@ EMU_SCHEDULER inline bool release_warps(Block& b, std::string* error) {
     }
     return released;
 }
-
-#if defined(__SANITIZE_THREAD__)
-// ThreadSanitizer contexts of threads that returned, for the next blocks' threads (creating one
-// costs more than running most threads): a context's history is then program order, which
-// blocks have anyway. A forked child starts with none: ThreadSanitizer (gcc 12) does not carry
-// the parent's ordering of a context into the child, and reported a child's kernel writing
-// memory the parent's kernels had written as a race (tests/test_emulation_strict.cu's children)
-inline std::vector<void*>& tsan_fibers() {
-    static std::vector<void*> fibers;
-    static const int forget_in_child = pthread_atfork(nullptr, nullptr, [] { fibers.clear(); });
-    (void)forget_in_child;
-    return fibers;
-}
-#endif
 
 // The stacks (and ThreadSanitizer contexts) of block b's threads back to their pools; a thread
 // that never returned (a launch that failed) is left where it stopped and its stack unmapped
@@ -290,6 +365,8 @@ EMU_SCHEDULER inline std::string run_block(Block& b, Kernel kernel, const Args& 
     b.barriers = 0;
 #endif
     const std::pair<Kernel, const Args*> call{kernel, &args};
+    b.call = &call;
+    b.thread_start = &thread_main<Kernel, Args>;
     const Schedule plan = schedule();
     b.order.resize(b.threads.size());
     std::iota(b.order.begin(), b.order.end(), 0);
@@ -298,29 +375,10 @@ EMU_SCHEDULER inline std::string run_block(Block& b, Kernel kernel, const Args& 
     for (;;) {
         if (plan.order == Order::shuffle)  // a fresh order every pass (Fisher-Yates)
             for (size_t k = b.order.size(); k > 1; k--) std::swap(b.order[k - 1], b.order[rng.next() % k]);
-        for (int i : b.order) {
-            CudaThread& t = b.threads[i];
-            if (t.waiting != Waiting::no) continue;
-            b.running = i;
-            threadIdx = t.index;
-            if (!t.stack) {
-                t.stack = stack_pool().take();
-                t.context = fc::make_fcontext(t.stack + StackPool::page() + STACK_BYTES, STACK_BYTES,
-                                              &thread_main<Kernel, Args>);  // stacks grow down
-#if defined(__SANITIZE_THREAD__)
-                t.tsan_fiber = tsan_fibers().empty() ? __tsan_create_fiber(0) : tsan_fibers().back();
-                if (!tsan_fibers().empty()) tsan_fibers().pop_back();
-                const std::string name = "CUDA thread (" + std::to_string(t.index.x) + "," + std::to_string(t.index.y) +
-                                         "," + std::to_string(t.index.z) + ") of block (" + std::to_string(blockIdx.x) +
-                                         "," + std::to_string(blockIdx.y) + "," + std::to_string(blockIdx.z) + ")";
-                __tsan_set_fiber_name(t.tsan_fiber, name.c_str());
-#endif
-            }
-#if defined(__SANITIZE_THREAD__)
-            __tsan_switch_to_fiber(t.tsan_fiber, 0);
-#endif
-            t.context = fc::jump_fcontext(t.context, (void*)&call).fctx;  // runs until it waits or returns
-        }
+        // the pass: the jump into its first thread comes back when its last one stops (under
+        // ThreadSanitizer, when each one does)
+        b.place = (size_t)-1;
+        for (int i; (i = next_in_pass(b)) >= 0;) enter_thread(b, i, -1);
         // every thread waits or has returned
         size_t exited = 0, at_barrier = 0;
         for (const CudaThread& t : b.threads) {
@@ -450,102 +508,4 @@ inline void* dynamic_shared_memory() {
     return running_block()->dynamic_shared.data();
 }
 
-// The warp functions meet twice: every lane of the mask offers its value and waits for the
-// others (meet); then each reads the offers it wants, and all meet again before any lane may
-// offer anew.
-inline void meet(unsigned mask) { wait(Waiting::in_warp_function, lanes_waited_for(mask)); }
-
-template <typename T>
-inline void offer(unsigned mask, T value) {
-    static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 16, "warp functions move values of 16 bytes or less");
-    memcpy(this_thread().offer, &value, sizeof(T));
-    meet(mask);
-}
-
-// lane l's offer, l within the calling thread's warp
-template <typename T>
-inline T offer_of(int lane) {
-    T value;
-    memcpy(&value, running_block()->threads[this_warp() * warpSize + lane].offer, sizeof(T));
-    return value;
-}
-
-inline int this_lane() { return running_block()->running % warpSize; }
-
-// a shuffle: offer, read the source lane's offer, meet again
-template <typename T>
-inline T shuffle(unsigned mask, T value, int source_lane) {
-    offer(mask, value);
-    T result = offer_of<T>(source_lane);
-    meet(mask);
-    return result;
-}
-
 }  // namespace emu
-
-// ----------------------------------------------------------------------------
-// what kernels call
-
-inline void __syncthreads() { emu::wait(emu::Waiting::at_barrier); }
-
-inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) { emu::meet(mask); }
-
-// width: the lanes form segments of `width` (a power of two up to 32); a source outside the
-// caller's segment gives the caller its own value, as on a GPU
-template <typename T>
-inline T __shfl_sync(unsigned mask, T value, int src_lane, int width = warpSize) {
-    const int lane = emu::this_lane(), start = lane / width * width;
-    return emu::shuffle(mask, value, start + (src_lane % width + width) % width);
-}
-
-template <typename T>
-inline T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width = warpSize) {
-    const int lane = emu::this_lane();
-    return emu::shuffle(mask, value, lane % width + (int)delta < width ? lane + (int)delta : lane);
-}
-
-template <typename T>
-inline T __shfl_up_sync(unsigned mask, T value, unsigned delta, int width = warpSize) {
-    const int lane = emu::this_lane();
-    return emu::shuffle(mask, value, lane % width >= (int)delta ? lane - (int)delta : lane);
-}
-
-template <typename T>
-inline T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = warpSize) {
-    const int lane = emu::this_lane(), start = lane / width * width, source = lane ^ lane_mask;
-    return emu::shuffle(mask, value, source >= start && source < start + width ? source : lane);
-}
-
-// bit k of the result: lane k's predicate, for the lanes of the mask (that exist)
-inline unsigned __ballot_sync(unsigned mask, int predicate) {
-    const unsigned lanes = emu::lanes_waited_for(mask);
-    emu::offer(mask, predicate != 0);
-    unsigned votes = 0;
-    for (int k = 0; k < warpSize; k++)
-        if ((lanes >> k & 1) && emu::offer_of<bool>(k)) votes |= 1u << k;
-    emu::meet(mask);
-    return votes;
-}
-
-inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
-
-inline int __all_sync(unsigned mask, int predicate) {
-    return __ballot_sync(mask, predicate) == emu::lanes_waited_for(mask);
-}
-
-// CUDA declares float overloads of the math functions in the global namespace, so an
-// unqualified exp(x) on a float is expf; libstdc++ keeps those overloads in std, where, without
-// these, exp(x) would round through the double function and give other bits than the GPU build
-using std::exp;
-using std::fabs;
-using std::log;
-using std::log1p;
-using std::pow;
-using std::sqrt;
-using std::tanh;
-
-// the math intrinsics: the fast approximations are the exact functions here
-inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
-inline float __expf(float x) { return expf(x); }
-inline float __logf(float x) { return logf(x); }
-inline float __fdividef(float x, float y) { return x / y; }
