@@ -21,10 +21,11 @@
 //     block every CUDA thread is a fiber (Boost.Context) with a stack of its own, so
 //     __syncthreads is a real barrier, a `__shared__` variable is one per block, and the warp
 //     functions (__shfl_*_sync, __ballot_sync, __any_sync, __all_sync, __syncwarp) exchange
-//     values among the 32 lanes of a warp. Between two waits, the threads of a block run one
-//     at a time, in the order MASKPRIOR_EMU_SCHEDULE gives (index, reverse or a seeded
-//     shuffle); built with -fsanitize=thread, each is a ThreadSanitizer fiber, so that a race
-//     between two threads of a block is reported with both named (emu/threads.h);
+//     values among the 32 lanes of a warp (emu/warp_functions.h). Between two waits, the
+//     threads of a block run one at a time, in the order MASKPRIOR_EMU_SCHEDULE gives (index,
+//     reverse or a seeded shuffle); built with -fsanitize=thread, each is a ThreadSanitizer
+//     fiber, so that a race between two threads of a block is reported with both named
+//     (emu/threads.h);
 //   - checks a GPU does not make, each one line on stderr and an error from
 //     cudaGetLastError: the launch configuration, every pointer argument (null or inside a
 //     cudaMalloc block: a host pointer handed to a kernel is caught), writes past either end

@@ -124,7 +124,7 @@ long_run="a short GPU training run*"
 
 # The parts, one function each; the queues below list them longest first.
 doctest_suite() {
-    part "the doctest suite" 100 doctest ./tests/unit_tests $doctest_args
+    part "the doctest suite" 105 doctest ./tests/unit_tests $doctest_args
 }
 lab_forward() {
     part "the kernel lab on the emulation: every attention version against the CPU (forward)" 10 program \
@@ -145,7 +145,7 @@ prepare_text() {
     part "data/prepare_text.py (tests/test_prepare_text.sh)" 10 program sh tests/test_prepare_text.sh
 }
 emulated_index() {
-    part "the GPU tests on the CPU emulation of CUDA (emu/), a block's threads in index order" 55 doctest \
+    part "the GPU tests on the CPU emulation of CUDA (emu/), a block's threads in index order" 25 doctest \
         ./tests/emulated_tests $doctest_args -tce="$long_run"
 }
 documents() {
@@ -163,7 +163,7 @@ packages() {
 emulated_reverse_asan() {
     # reverse order under the sanitizers: one run checks both (their results are the same bits)
     part "the emulated GPU tests in reverse order, under AddressSanitizer and UndefinedBehaviorSanitizer (all but the 400-step run)" \
-        140 doctest env MASKPRIOR_EMU_SCHEDULE=reverse ./tests/emulated_tests_asan $doctest_args -tce="$long_run"
+        115 doctest env MASKPRIOR_EMU_SCHEDULE=reverse ./tests/emulated_tests_asan $doctest_args -tce="$long_run"
 }
 emulation_tsan() {
     # the emulation's own tests, built alone (tests/emulation_tests.cu): a longer run of the GPU tests
@@ -174,18 +174,18 @@ emulation_tsan() {
 }
 nocuda() {
     part "the build without CUDA at another vector width: its unit tests, its runs' bytes (tests/nocuda_check.sh)" \
-        240 program sh tests/nocuda_check.sh
+        230 program sh tests/nocuda_check.sh
 }
 lesson_edit() {
-    part "the lesson is the code that runs: an edit of attention.cuh changes --cpu-kernel 1 alone" 50 program \
+    part "the lesson is the code that runs: an edit of attention.cuh changes --cpu-kernel 1 alone" 55 program \
         sh tests/lesson_edit_check.sh
 }
 fuzz_smoke() {
-    part "every input parser under libFuzzer, a few seconds each (tests/fuzz/smoke.sh)" 125 program \
+    part "every input parser under libFuzzer, a few seconds each (tests/fuzz/smoke.sh)" 110 program \
         sh tests/fuzz/smoke.sh
 }
 sanitize_quick() {
-    part "the command line under AddressSanitizer and UndefinedBehaviorSanitizer (tests/sanitize.sh --quick)" 115 \
+    part "the command line under AddressSanitizer and UndefinedBehaviorSanitizer (tests/sanitize.sh --quick)" 110 \
         program sh tests/sanitize.sh --quick
 }
 scheduler() {
@@ -198,25 +198,25 @@ export_nanogpt() {
 }
 gpu_check_rehearsal() {
     part "make gpu-check rehearsed without a GPU: its plan, stages, return folder, stops (tests/test_gpu_check.sh)" \
-        130 program sh tests/test_gpu_check.sh
+        80 program sh tests/test_gpu_check.sh
 }
 emulated_shuffled() {
-    part "the emulated GPU tests in a shuffled order, seed 1 (all but the 400-step run)" 65 doctest \
+    part "the emulated GPU tests in a shuffled order, seed 1 (all but the 400-step run)" 30 doctest \
         env MASKPRIOR_EMU_SCHEDULE=shuffle:1 ./tests/emulated_tests $doctest_args -tce="$long_run"
 }
 emulated_long_run() {
-    part "the 400-step emulated GPU run on maj3 that must fit the seen domain" 55 doctest \
+    part "the 400-step emulated GPU run on maj3 that must fit the seen domain" 50 doctest \
         ./tests/emulated_tests $doctest_args -tc="$long_run"
 }
 planted_bugs() {
-    part "the planted bugs the emulation must catch (tests/planted_bugs.sh)" 85 program sh tests/planted_bugs.sh
+    part "the planted bugs the emulation must catch (tests/planted_bugs.sh)" 70 program sh tests/planted_bugs.sh
 }
 course_steps() {
-    part "the kernel course, steps 1 to 8: blanks fail, solutions pass, planted mistakes named" 50 program \
+    part "the kernel course, steps 1 to 8: blanks fail, solutions pass, planted mistakes named" 45 program \
         sh tests/exercise_check.sh 1 2 3 4 5 6 7 8
 }
 course_training() {
-    part "the kernel course, step 9: the model trained with the solution's kernels, to kernel 1's bytes" 95 \
+    part "the kernel course, step 9: the model trained with the solution's kernels, to kernel 1's bytes" 85 \
         program sh tests/exercise_check.sh 9
 }
 faults() {
@@ -224,7 +224,7 @@ faults() {
         sh tests/test_faults.sh --timed 2
 }
 gpu_tests_isolated() {
-    part "gpu-check's runner of the GPU cases, on a planted crash (tests/test_gpu_tests_isolated.sh)" 15 program \
+    part "gpu-check's runner of the GPU cases, on a planted crash (tests/test_gpu_tests_isolated.sh)" 10 program \
         sh tests/test_gpu_tests_isolated.sh
 }
 safetensors_official() {
@@ -236,15 +236,14 @@ export_timm() {
         sh tests/test_export.sh timm
 }
 
-# the queue, longest first (by a fresh clone's make check on the AMD EPYC of family 25, model 17,
+# the queue, longest first (by a fresh clone's make check on an Intel Xeon of family 6, model 167,
 # docs/testing.md)
 queue="doctest_suite emulated_index packages documents plot lab_forward lab_backward prepare_text ptxas_report
        lab_matmul"
-$check && queue="nocuda emulated_reverse_asan gpu_check_rehearsal fuzz_smoke sanitize_quick doctest_suite
-                 course_training planted_bugs emulated_shuffled emulated_long_run emulated_index lesson_edit
-                 course_steps faults safetensors_official gpu_tests_isolated packages export_nanogpt scheduler
-                 export_timm lab_forward lab_backward documents emulation_tsan plot prepare_text lab_matmul
-                 ptxas_report"
+$check && queue="nocuda emulated_reverse_asan fuzz_smoke sanitize_quick doctest_suite course_training
+                 gpu_check_rehearsal planted_bugs lesson_edit emulated_long_run faults course_steps emulated_shuffled
+                 emulated_index safetensors_official packages export_nanogpt gpu_tests_isolated scheduler export_timm
+                 documents plot emulation_tsan prepare_text lab_backward lab_forward ptxas_report lab_matmul"
 echo "$queue" | tr -s ' \n' '\n\n' | grep . > "$out/queue"
 echo 0 > "$out/taken"
 # the next part's function, or nothing when the queue is empty
