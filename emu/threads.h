@@ -193,8 +193,8 @@ inline void start_tsan_fiber([[maybe_unused]] CudaThread& t) {
 
 // A pass runs every thread that does not wait, in the pass's order, each until it waits or returns.
 // A thread that stops jumps straight into the next one (a jump, where going through the scheduler
-// would be two; a jump is most of the emulation's time in kernels with barriers and warp
-// functions), the pass's last one back to the scheduler, which then lets go what it may.
+// was two; the jumps were half of the emulated GPU tests' time), the pass's last one back to the
+// scheduler, which then lets go what it may.
 // Boost.Context hands the context a jump left to the code it lands in, which stores it (store_left).
 EMU_SCHEDULER inline void store_left(Block& b, fc::fcontext_t left) {
     if (b.left < 0) b.scheduler = left;
