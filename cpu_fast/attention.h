@@ -1,6 +1,6 @@
 // cpu_fast/attention.h: the CPU's attention, bit for bit attention.cuh's loops, as small matrix
 // products per batch row b and head h:
-//   S = Q K^T (T,T)    then per row: S·scale + log σ(M), the softmax (the row function's own)
+//   S = Q K^T (T,T)    then per row: S·scale + log σ(M), the softmax (softmax_rows, below)
 //   Y = A V   (T,HS)
 // and in the backward
 //   dA = dY V^T (T,T), then per row the softmax's backward: dS
@@ -13,8 +13,71 @@
 #pragma once
 #include <algorithm>
 #include <vector>
-#include "attention.cuh"    // AttentionShape, head_vector, the row softmax and its backward, dM
-#include "cpu_fast/gemm.h"  // gemm_accumulate_serial, StridedMatrix
+#include "attention.cuh"    // AttentionShape, head_vector, vexp, dM
+#include "cpu_fast/gemm.h"  // gemm_accumulate_serial, StridedMatrix, VECTOR_BYTES
+
+// The row softmax and its backward (attention.cuh: attention_row_softmax and
+// attention_row_softmax_backward) over SOFTMAX_ROWS rows of a (b, h) block at once, with their
+// bits, without their waits. The row functions run their max and their sum each as one chain
+// along the row, every step waiting for the one before (a max's or an add's latency, about 4
+// cycles, where the core could start two a cycle): at T 50 (the ViT) the two chains took about a
+// third of the attention forward's own time.
+// - A row's max runs in LANES partial maxima side by side (vector code), then combines them. A max
+//   is the same number in any order: x > m ? x : m never takes a NaN, and where it keeps -0 for
+//   +0 or back, x - max and so e^(x - max) are the same bits either way (e^±0 = 1).
+// - A sum's order is its bits, so each row's sum stays one chain along j from 0; what changes is
+//   that SOFTMAX_ROWS rows' chains run side by side, so the core always has a step to start.
+constexpr int SOFTMAX_ROWS = 8;
+
+template <typename F>
+F row_max(const F* row, int n) {  // row (n): the max of its non-NaN entries, -inf if none
+    constexpr int LANES = VECTOR_BYTES / sizeof(F);
+    F part[LANES];
+    for (int l = 0; l < LANES; l++) part[l] = -INFINITY;
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) part[l] = row[j + l] > part[l] ? row[j + l] : part[l];
+    for (; j < n; j++) part[0] = row[j] > part[0] ? row[j] : part[0];
+    F m = part[0];
+    for (int l = 1; l < LANES; l++) m = part[l] > m ? part[l] : m;
+    return m;
+}
+
+// A_i,: = softmax(S_i,:) in place for rows i0 .. i0+rows of att (T,T), rows <= SOFTMAX_ROWS;
+// a causal row i over keys j <= i, its other entries 0
+template <typename F>
+void softmax_rows(F* att, int T, int i0, int rows, bool causal) {
+    F sums[SOFTMAX_ROWS] = {};
+    int lasts[SOFTMAX_ROWS];
+    for (int r = 0; r < rows; r++) {
+        F* row = att + (size_t)(i0 + r) * T;
+        lasts[r] = causal ? i0 + r : T - 1;
+        const F smax = row_max(row, lasts[r] + 1);
+        for (int j = 0; j <= lasts[r]; j++) row[j] = vexp(row[j] - smax);
+    }
+    for (int j = 0; j < T; j++)  // the rows' chains side by side, each along j
+        for (int r = 0; r < rows; r++)
+            if (j <= lasts[r]) sums[r] += att[(size_t)(i0 + r) * T + j];
+    for (int r = 0; r < rows; r++) {
+        F* row = att + (size_t)(i0 + r) * T;
+        for (int j = 0; j < T; j++) row[j] = j <= lasts[r] ? row[j] / sums[r] : F(0);
+    }
+}
+
+// dS_i,: = A_i,: (dA_i,: - sum_j A_ij dA_ij), in place in ds (T,T) for rows i0 .. i0+rows
+template <typename F>
+void softmax_backward_rows(F* ds, const F* att, int T, int i0, int rows) {
+    F weighted[SOFTMAX_ROWS] = {};
+    for (int j = 0; j < T; j++)  // the rows' chains side by side, each along j
+        for (int r = 0; r < rows; r++) {
+            const size_t e = (size_t)(i0 + r) * T + j;
+            weighted[r] += att[e] * ds[e];
+        }
+    for (int r = 0; r < rows; r++) {
+        const size_t row = (size_t)(i0 + r) * T;
+        for (int j = 0; j < T; j++) ds[row + j] = att[row + j] * (ds[row + j] - weighted[r]);
+    }
+}
 
 // Views of one (b, h) block of qkv (B,T,3·NH·HS) as matrices (StridedMatrix: element (r,c) at
 // r·row_stride + c·col_stride): part 0, 1, 2 = q, k, v as (T, HS), or transposed (HS, T).
@@ -47,9 +110,10 @@ void attention_forward_cpu_fast(F* out, F* att, const F* qkv, const F* mask, F* 
                     const F* mask_row = s.mask_heads ? head_mask(mask_term, s, h) + (size_t)i * T : nullptr;
                     const int last = s.causal ? i : T - 1;
                     for (int j = 0; j <= last; j++) att_row[j] = att_row[j] * scale + (mask_row ? mask_row[j] : F(0));
-                    attention_row_softmax(att_row, T, last);
                     std::fill(y_bh + (size_t)i * OUT_ROW, y_bh + (size_t)i * OUT_ROW + HS, F(0));
                 }
+                for (int i0 = 0; i0 < T; i0 += SOFTMAX_ROWS)
+                    softmax_rows(att_bh, T, i0, std::min(SOFTMAX_ROWS, T - i0), s.causal);
                 gemm_accumulate_serial<F>(y_bh, OUT_ROW, {att_bh, (size_t)T, 1}, head_matrix(qkv, s, 2, b, h), T, HS, T,
                                           panels);
             }
@@ -76,8 +140,8 @@ void attention_backward_cpu_fast(F* dqkv, F* dmask, F* dscores, const F* dout, c
                 if (dout) {
                     std::fill(ds_bh, ds_bh + (size_t)T * T, F(0));
                     gemm_accumulate_serial<F>(ds_bh, T, dy_bh, head_matrix(qkv, s, 2, b, h, true), T, T, HS, panels);
-                    for (int i = 0; i < T; i++)
-                        attention_row_softmax_backward(ds_bh + (size_t)i * T, att_bh + (size_t)i * T, T);
+                    for (int i0 = 0; i0 < T; i0 += SOFTMAX_ROWS)
+                        softmax_backward_rows(ds_bh, att_bh, T, i0, std::min(SOFTMAX_ROWS, T - i0));
                 }
                 for (size_t e = 0; e < (size_t)T * T; e++) ds_scaled[e] = ds_bh[e] * scale;
                 // where the gradients of head h's q, k and v of batch row b sit in dqkv
