@@ -128,8 +128,8 @@ struct VectorOf<double> {  // the finite-difference tests run the layers in doub
 // is one output's chain along k. The compiler unrolls the k loop 4 steps a turn (the pragma): the
 // loop's own count, compare and branch then come once for 4 steps' multiplies and adds, whose
 // ports they share. With AVX2 on a 2-core Intel Xeon (family 6, model 167) the wide model's
-// products ran 3-11% faster so, the AVX-512 tile (4 times a step's arithmetic) 0-2%. (Written out
-// by hand, as a lambda called 4 times, the accumulators left the registers: a third slower.)
+// products ran 5-12% faster so, the AVX-512 tile (4 times a step's arithmetic) -1 to +3%. (Written
+// out by hand, as a lambda called 4 times, the accumulators left the registers: a third slower.)
 template <int MR, int NR, typename F>
 inline void gemm_micro_kernel(F* c, size_t ldc, const F* c_in, size_t ldc_in, const F* const* a_rows, size_t a_k,
                               const F* panel, int K) {
