@@ -30,7 +30,8 @@
 //      and both gradients (A = dout for dinp, A = dout^T for dW) without copying the larger
 //      operand. Where a tile's A runs across rows in memory (dout^T: each k step a different
 //      cache line), its block is first packed into (GEMM_KC, MR), the MR values of a k step side
-//      by side (tile_a_block), once for all panels.
+//      by side, once for all panels; and the blocks of GEMM_A_GROUP tiles at once (pack_a_blocks),
+//      whose rows together span whole cache lines of dout.
 //   6. While a tile computes, the next tile's rows of A and C are fetched from memory, a share
 //      with each panel (prefetch_next_tile): without it, each new tile waited for them, up to a
 //      fifth of the time of a product of 4096 rows on a Zen 4 EPYC held to AVX2.
@@ -38,6 +39,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <vector>
 #include "layers/device.cuh"     // worth_threads, team_size, team_thread: a thread's share of the tiles
 
@@ -88,6 +90,15 @@ constexpr int GEMM_SMALL_MR = VECTOR_BYTES == 64 ? 8 : 4;
 // each tile's outputs are loaded and stored once, where 256 loaded them twice (the products with
 // K = 512 ran a tenth slower, on a Zen 4 EPYC held to AVX2).
 constexpr int GEMM_KC = VECTOR_BYTES == 32 ? 512 : 256;
+// Tiles whose blocks of A are packed together where A runs across rows (item 5, dout^T): 48 rows,
+// 8 tiles with AVX2, 4 with AVX-512, whose values at a k step are 3 whole cache lines of a row of
+// dout. Packed a tile at a time, each line, shared by 2 or 3 tiles, was read 2 or 3 times from
+// rows 1.5 or 2 KB apart (the wide model of make bench), which few sets of the caches hold: dW fc's
+// packing alone (rows 2 KB apart) took 1.34 ms a tile at a time, 0.69 ms 8 at once. The weight
+// gradients' products of qkv and fc ran 4-10% faster so at one thread, with AVX2 and with AVX-512
+// (proj's, rows 512 B apart, 0-6%; 8 tiles as fast as 3, 16 or 32 slower), on a 2-core Intel Xeon
+// of family 6, model 167 (docs/speed.md).
+constexpr int GEMM_A_GROUP = 48 / GEMM_MR;
 
 template <int NR>
 inline int gemm_panel_count(int N) { return (N + NR - 1) / NR; }
@@ -183,21 +194,28 @@ void gemm_tile(F* C, size_t ldc, StridedMatrix<F> a_tile, const F* panels, int M
             if (j < cols) c[i * ldc + j] = edge[i][j];
 }
 
-// A's block for tile t, k steps k0 .. k0+kc, as gemm_tile reads it: A itself where a row runs
-// along k in memory; else (item 5) a copy packed into `room` (kc, MR), the rows past M as the
-// last one, whose a_tile(i, k) = room[k·MR + i].
+// Item 5: the blocks of A of `tiles` tiles from t on, k steps k0 .. k0+kc, packed into `room`
+// (tiles, kc, MR): room[(j·kc + k)·MR + i] = A[(t+j)·MR + i, k0 + k], rows past M as the last one.
+// Each k step reads the tiles' values together, side by side in memory where A is dout^T.
 template <int MR, typename F>
-StridedMatrix<F> tile_a_block(StridedMatrix<F> A, int M, int t, int k0, int kc, F* room) {
-    const int row0 = t * MR, rows = std::min(MR, M - row0);
-    if (A.col_stride == 1) return {&A((size_t)row0, (size_t)k0), A.row_stride, 1};
-    for (int k = 0; k < kc; k++) {
-        F* step = room + (size_t)k * MR;  // the MR values of k step k0 + k
-        if (rows == MR && A.row_stride == 1)  // side by side in A too (dout^T): one copy
-            memcpy(step, &A((size_t)row0, (size_t)k0 + k), MR * sizeof(F));
-        else
-            for (int i = 0; i < MR; i++) step[i] = A((size_t)row0 + std::min(i, rows - 1), (size_t)k0 + k);
-    }
-    return {room, 1, MR};
+void pack_a_blocks(StridedMatrix<F> A, int M, int t, int tiles, int k0, int kc, F* room) {
+    for (int k = 0; k < kc; k++)
+        for (int j = 0; j < tiles; j++) {
+            const int row0 = (t + j) * MR, rows = std::min(MR, M - row0);
+            F* step = room + ((size_t)j * kc + k) * MR;  // tile t+j's MR values of k step k0 + k
+            if (rows == MR && A.row_stride == 1)        // side by side in A too (dout^T): one copy
+                memcpy(step, &A((size_t)row0, (size_t)k0 + k), MR * sizeof(F));
+            else
+                for (int i = 0; i < MR; i++) step[i] = A((size_t)row0 + std::min(i, rows - 1), (size_t)k0 + k);
+        }
+}
+
+// Tile t's block of A, k steps k0 .. k0+kc, as gemm_tile reads it: A itself where a row runs along
+// k in memory; else the j-th block packed in `room` by pack_a_blocks.
+template <int MR, typename F>
+StridedMatrix<F> tile_a_block(StridedMatrix<F> A, int t, int k0, int kc, const F* room, int j) {
+    if (A.col_stride == 1) return {&A((size_t)t * MR, (size_t)k0), A.row_stride, 1};
+    return {room + (size_t)j * kc * MR, 1, MR};
 }
 
 // Item 6: asks the memory for the share `part` (of `parts`) of what tile t + 1 will read first,
@@ -212,7 +230,7 @@ void prefetch_next_tile(const F* C, size_t ldc, StridedMatrix<F> A, int M, int N
     for (int i = 0; i < rows; i++)
         for (int j = part * NR; j < std::min(N, part * NR + NR); j += LINE)
             __builtin_prefetch(C + (size_t)(row0 + i) * ldc + j, 1);
-    if (A.col_stride != 1) return;  // a packed block (dout^T, tile_a_block) is read by the packing
+    if (A.col_stride != 1) return;  // a packed block (dout^T, pack_a_blocks) is read by the packing
     for (int i = 0; i < rows; i++)    // a row's block runs along k: a line every LINE k steps
         for (int k = part * LINE; k < kc; k += parts * LINE) __builtin_prefetch(&A((size_t)row0 + i, (size_t)k0 + k));
 }
@@ -245,19 +263,25 @@ void gemm_accumulate(F* C, size_t ldc, StridedMatrix<F> A, StridedMatrix<F> B, i
                      const F* start_row = nullptr) {
     constexpr int MR = GEMM_MR, NR = GEMM_NR;
     const int num_panels = gemm_panel_count<NR>(N), row_tiles = (M + MR - 1) / MR;
-    std::vector<F> panel_memory((size_t)num_panels * K * NR);
-    F* panels = panel_memory.data();
+    // not cleared first (new F[], not a vector): the packing writes every float, the padding too.
+    // (The clearing was 0.7% of the wide model's step at one thread: perf, on the Xeon above.)
+    std::unique_ptr<F[]> panel_memory(new F[(size_t)num_panels * K * NR]);
+    F* panels = panel_memory.get();
     #pragma omp parallel if (worth_threads((size_t)M * N * K))
     {
         #pragma omp for schedule(static)
         for (int p = 0; p < num_panels; p++) gemm_pack_panel<NR>(panels, B, K, N, p);
         const int threads = team_size(), me = team_thread();
         const int first = row_tiles * me / threads, end = row_tiles * (me + 1) / threads;
-        std::vector<F> a_room((size_t)GEMM_KC * MR);  // this thread's packed block of A (tile_a_block)
+        // this thread's packed blocks of A, where A is packed; not cleared (pack_a_blocks writes them)
+        std::unique_ptr<F[]> a_room(A.col_stride != 1 ? new F[(size_t)GEMM_A_GROUP * GEMM_KC * MR] : nullptr);
         for (int k0 = 0; k0 < K; k0 += GEMM_KC) {
             const int kc = std::min(GEMM_KC, K - k0);
             for (int t = first; t < end; t++) {
-                const StridedMatrix<F> a_tile = tile_a_block<MR>(A, M, t, k0, kc, a_room.data());
+                const int j = (t - first) % GEMM_A_GROUP;  // t's place in its group of tiles
+                if (A.col_stride != 1 && j == 0)
+                    pack_a_blocks<MR>(A, M, t, std::min(GEMM_A_GROUP, end - t), k0, kc, a_room.get());
+                const StridedMatrix<F> a_tile = tile_a_block<MR>(A, t, k0, kc, a_room.get(), j);
                 for (int p = 0; p < num_panels; p++) {
                     if (t + 1 < end) prefetch_next_tile<MR, NR>(C, ldc, A, M, N, t, k0, kc, p, num_panels);
                     gemm_tile<MR, NR>(C, ldc, a_tile, (const F*)panels, M, N, K, p, t, k0, kc,
