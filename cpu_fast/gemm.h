@@ -264,7 +264,7 @@ void gemm_accumulate(F* C, size_t ldc, StridedMatrix<F> A, StridedMatrix<F> B, i
     constexpr int MR = GEMM_MR, NR = GEMM_NR;
     const int num_panels = gemm_panel_count<NR>(N), row_tiles = (M + MR - 1) / MR;
     // not cleared first (new F[], not a vector): the packing writes every float, the padding too.
-    // (The clearing was 0.7% of the wide model's step at one thread: perf, on the Xeon above.)
+    // (The clearing was 0.7% of the wide model's step at one thread, on an Intel Xeon 6/167: perf.)
     std::unique_ptr<F[]> panel_memory(new F[(size_t)num_panels * K * NR]);
     F* panels = panel_memory.get();
     #pragma omp parallel if (worth_threads((size_t)M * N * K))

@@ -47,6 +47,11 @@ Method
   ceiling at its own thread count: maskprior's of the mul+add ceiling, PyTorch's (whose BLAS
   fuses) of the FMA peak.
   A share above 100% is not printed: the line says the peak is wrong instead.
+- OpenMP's waiting threads: both programs' OpenMP (libgomp; torch's own pool of threads is one)
+  read OMP_WAIT_POLICY and GOMP_SPINCOUNT as they start, so one setting holds for every row.
+  make bench runs under the Makefile's OMP_WAIT_POLICY=passive (threads sleep between parallel
+  loops, as a shared machine needs). The 2-thread rows move with it, PyTorch's more than
+  maskprior's (docs/speed.md has one machine's rows under three settings); the header says which.
 - Rates are medians over windows (shared CPUs are noisy); the spread column gives the slowest
   and the fastest window. Other processes' CPU use during the run is measured from /proc/stat
   and printed, with a warning when it is not negligible.
@@ -487,6 +492,10 @@ def main(names):
     bits = peaks[THREADS]["bits"]
     print("maskprior CPU benchmark: init mask, AdamW, fp32")
     print(held)
+    policy, spin = os.environ.get("OMP_WAIT_POLICY"), os.environ.get("GOMP_SPINCOUNT")
+    print("OpenMP's waiting threads, both sides: %s%s; the 2-thread rows move with it (docs/speed.md)"
+          % ("OMP_WAIT_POLICY=%s" % policy if policy else "OMP_WAIT_POLICY unset (libgomp's default: a spin, then sleep)",
+             ", GOMP_SPINCOUNT=%s" % spin if spin else ""))
     for kind, what in (("fma", "FMA peak"), ("mul_add", "mul+add ceiling (maskprior's)")):
         print("%s (tools/fma_peak, %d-bit vectors): %s" % (what, bits, ", ".join(
             "%.1f GFLOP/s at %d thread%s" % (peaks[t][kind], t, "s" if t > 1 else "") for t in thread_counts)))
