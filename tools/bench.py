@@ -48,10 +48,12 @@ Method
   fuses) of the FMA peak.
   A share above 100% is not printed: the line says the peak is wrong instead.
 - OpenMP's waiting threads: both programs' OpenMP (libgomp; torch's own pool of threads is one)
-  read OMP_WAIT_POLICY and GOMP_SPINCOUNT as they start, so one setting holds for every row.
-  make bench runs under the Makefile's OMP_WAIT_POLICY=passive (threads sleep between parallel
-  loops, as a shared machine needs). The 2-thread rows move with it, PyTorch's more than
-  maskprior's (docs/speed.md has one machine's rows under three settings); the header says which.
+  reads OMP_WAIT_POLICY and GOMP_SPINCOUNT as it starts. make bench runs under the Makefile's
+  OMP_WAIT_POLICY=passive (threads sleep between parallel loops, as a shared machine needs); the
+  multi-thread rows are timed once more with a short spin before the sleep (SPIN: the policy
+  unset, GOMP_SPINCOUNT=10000), maskprior in its own run and PyTorch in a child process of this
+  script (--pytorch-rows), and marked "spin". On a quiet machine that was PyTorch's fastest
+  setting (docs/speed.md), and the ratio takes the fastest row of each side, whichever setting.
 - Rates are medians over windows (shared CPUs are noisy); the spread column gives the slowest
   and the fastest window. Other processes' CPU use during the run is measured from /proc/stat
   and printed, with a warning when it is not negligible.
@@ -62,6 +64,7 @@ Method
 (bench_maskprior, torch_step, time_windows and blas_threads serve tools/bench_gpu.py too.)
 """
 import ctypes
+import json
 import os
 import re
 import shutil
@@ -149,18 +152,31 @@ class Refused(Exception):
     `refuse` pattern: the run is not timing what its flags ask for. The exception's text is the line."""
 
 
-def bench_maskprior(args, seconds=SECONDS, log_every=50, expect="", threads=THREADS, refuse=None):
+# the short spin of the rows marked "spin": OpenMP's default policy (a spin, then sleep) with a
+# spin of 10000 turns; libgomp's own default, 300000, made PyTorch with OpenBLAS's own 2 threads
+# 1.7-2.3x slower on 2 cores, its two spinning threads beside OpenBLAS's (docs/speed.md)
+SPIN = {"GOMP_SPINCOUNT": "10000"}
+
+
+def spin_environment():
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env.update(SPIN)
+    return env
+
+
+def bench_maskprior(args, seconds=SECONDS, log_every=50, expect="", threads=THREADS, refuse=None, env=None):
     """Runs ./maskprior ARGS for very many steps at `threads` OpenMP threads, reads its progress
     lines as they come, and stops it (by its pid) once `seconds` of windows are in after two
     warm-up windows. Returns the windows' steps/s, their step count and the program's first line
     (its device); exits with the program's output when it fails, or when its first line does not
-    match `expect`; raises Refused, the program stopped, at the first line matching `refuse`."""
+    match `expect`; raises Refused, the program stopped, at the first line matching `refuse`. `env`:
+    the program's environment, if not this script's."""
     out_dir = tempfile.mkdtemp(prefix="maskprior-bench-")  # in $TMPDIR; its own, so runs at once never collide
     cmd = [BINARY] + args + [
         "--steps", "1000000", "--eval-every", "1000000", "--log-every", str(log_every), "--out", out_dir]
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+                                env=dict(env or os.environ, OMP_NUM_THREADS=str(threads)))
     except OSError as e:
         sys.exit("bench: cannot run %s (%s): build it first with make maskprior" % (cmd[0], e))
     first, out, rates, t0 = proc.stdout.readline().strip(), [], [], None
@@ -445,6 +461,45 @@ def first_batch_losses(m, torch):
     return tensors["loss"].item(), theirs, params
 
 
+def pytorch_rows(m, torch, blas, blas_kind, params, one_thread=True):
+    """PyTorch's rows for model m, each (label, threads, rates, steps): 1 thread in all (unless not
+    one_thread); THREADS threads in torch's pool with OpenBLAS on 1; and OpenBLAS on THREADS too."""
+    settings = [(1, 1, "PyTorch eager, 1 thread in all")] if one_thread else []
+    if THREADS > 1:
+        settings.append((THREADS, 1, "PyTorch eager, OpenBLAS 1 thr"))
+        if blas_kind == "OpenBLAS":
+            settings.append((THREADS, THREADS, "PyTorch eager, OpenBLAS %d thr" % THREADS))
+    rows = []
+    for torch_threads, openblas, label in settings:
+        torch.set_num_threads(torch_threads)
+        blas_threads(blas, openblas)
+        step = torch_step(m["task"], torch_config(m), m["batch"], LR, m["wd"], params=params)
+        rows.append((label, torch_threads) + time_windows(step, SECONDS, WARMUP_S))
+    return rows
+
+
+def spinning_pytorch_rows(name):
+    """The multi-thread PyTorch rows of model `name` timed in a child process of this script under
+    SPIN (its libgomp reads the policy as it starts), each label with ", spin"."""
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--pytorch-rows", name], capture_output=True,
+                       text=True, env=spin_environment())
+    found = re.search(r"^rows (.*)$", r.stdout, re.M)
+    if r.returncode != 0 or not found:
+        sys.exit("bench: the spinning PyTorch rows of %s failed:\n%s%s" % (name, r.stdout, r.stderr))
+    return [(label + ", spin", t, rates, n) for label, t, rates, n in json.loads(found.group(1))]
+
+
+def pytorch_rows_child(name):  # tools/bench.py --pytorch-rows MODEL: spinning_pytorch_rows' child
+    m = dict(MODELS[name])
+    if name == "lm":
+        m["out"] = token_vocab(m["data_dir"])
+    import torch
+    blas = torch_sgemm_library(torch)
+    blas_kind = "OpenBLAS" if blas_threads(blas, 1) else "other"
+    params = first_batch_losses(m, torch)[2]
+    print("rows " + json.dumps(pytorch_rows(m, torch, blas, blas_kind, params, one_thread=False)))
+
+
 def main(names):
     unknown = [n for n in names if n not in MODELS]
     if unknown:
@@ -475,16 +530,13 @@ def main(names):
         for t in reversed(thread_counts):
             rates, n, first = bench_maskprior(maskprior_args(m), SECONDS, m["log_every"], " %d threads" % t, t)
             rows.append(("maskprior", t, rates, n))
-        settings = [(1, 1, "PyTorch eager, 1 thread in all")]
+        if THREADS > 1:  # the multi-thread rows again, with a short spin before the sleep (SPIN)
+            rates, n, _ = bench_maskprior(maskprior_args(m), SECONDS, m["log_every"], " %d threads" % THREADS,
+                                          THREADS, env=spin_environment())
+            rows.append(("maskprior, spin", THREADS, rates, n))
+        rows += pytorch_rows(m, torch, blas, blas_kind, params)
         if THREADS > 1:
-            settings.append((THREADS, 1, "PyTorch eager, OpenBLAS 1 thr"))
-            if blas_kind == "OpenBLAS":
-                settings.append((THREADS, THREADS, "PyTorch eager, OpenBLAS %d thr" % THREADS))
-        for torch_threads, openblas, label in settings:
-            torch.set_num_threads(torch_threads)
-            blas_threads(blas, openblas)
-            step = torch_step(m["task"], torch_config(m), m["batch"], LR, m["wd"], params=params)
-            rows.append((label, torch_threads) + time_windows(step, SECONDS, WARMUP_S))
+            rows += spinning_pytorch_rows(name)
         results[name] = (m, ours_loss, torch_loss, rows)
     end = cpu_snapshot()
     others = ((end[0] - start[0]) / os.sysconf("SC_CLK_TCK") - (end[1] - start[1])) / (end[2] - start[2])
@@ -493,15 +545,15 @@ def main(names):
     print("maskprior CPU benchmark: init mask, AdamW, fp32")
     print(held)
     policy, spin = os.environ.get("OMP_WAIT_POLICY"), os.environ.get("GOMP_SPINCOUNT")
-    print("OpenMP's waiting threads, both sides: %s%s; the 2-thread rows move with it (docs/speed.md)"
+    print("OpenMP's waiting threads, both sides: %s%s; the rows marked spin: OMP_WAIT_POLICY unset, %s"
           % ("OMP_WAIT_POLICY=%s" % policy if policy else "OMP_WAIT_POLICY unset (libgomp's default: a spin, then sleep)",
-             ", GOMP_SPINCOUNT=%s" % spin if spin else ""))
+             ", GOMP_SPINCOUNT=%s" % spin if spin else "", ", ".join("%s=%s" % kv for kv in SPIN.items())))
     for kind, what in (("fma", "FMA peak"), ("mul_add", "mul+add ceiling (maskprior's)")):
         print("%s (tools/fma_peak, %d-bit vectors): %s" % (what, bits, ", ".join(
             "%.1f GFLOP/s at %d thread%s" % (peaks[t][kind], t, "s" if t > 1 else "") for t in thread_counts)))
     print("tools/fma_peak: " + checked)
     print("% ceil: maskprior's share of the mul+add ceiling, PyTorch's of the FMA peak, at its thread count")
-    bar = "+--------------------------------+-----+---------+----------+---------+--------+---------------+-------+"
+    bar = "+--------------------------------------+-----+---------+----------+---------+--------+---------------+-------+"
     above = []  # the rows whose rate passes their ceiling: the peak is wrong, not the row
     for name, (m, ours_loss, torch_loss, rows) in results.items():
         flops = step_flops(m)
@@ -510,22 +562,23 @@ def main(names):
                  " V %d" % m["out"] if m["task"] == "lm" else "", flops / 1e6))
         print("first-batch loss, same weights and batch: maskprior %.6f, PyTorch %.6f" % (ours_loss, torch_loss))
         print(bar)
-        print("| implementation                 | thr | steps/s | ms/step  | GFLOP/s | % ceil | spread step/s | steps |")
+        print("| implementation                       | thr | steps/s | ms/step  | GFLOP/s | % ceil | spread step/s | steps |")
         print(bar)
         for label, t, rates, n in rows:
             r = statistics.median(rates)
             gflops = r * flops / 1e9
-            ceiling = peaks[t]["mul_add" if label == "maskprior" else "fma"]
+            ceiling = peaks[t]["mul_add" if label.startswith("maskprior") else "fma"]
             share = 100 * gflops / ceiling if ceiling else 0
             if share > 100:
                 above.append("%s, %s at %d threads" % (name, label, t))
-            print("| %-30s | %3d | %7.1f | %8.3f | %7.2f | %6s | %6.1f-%-6.1f | %5d |"
+            print("| %-36s | %3d | %7.1f | %8.3f | %7.2f | %6s | %6.1f-%-6.1f | %5d |"
                   % (label, t, r, 1000 / r, gflops, "%.1f%%" % share if share <= 100 else "WRONG", min(rates),
                      max(rates), n))
         print(bar)
-        ours = max((statistics.median(r[2]), r[1]) for r in rows if r[0] == "maskprior")
-        best = max((statistics.median(r[2]), r[0]) for r in rows if r[0] != "maskprior")
-        print("ratio, fastest maskprior (%d thr) / fastest PyTorch (%s): %.2fx" % (ours[1], best[1], ours[0] / best[0]))
+        ours = max((statistics.median(r[2]), r[0], r[1]) for r in rows if r[0].startswith("maskprior"))
+        best = max((statistics.median(r[2]), r[0]) for r in rows if not r[0].startswith("maskprior"))
+        print("ratio, fastest maskprior (%s%d thr) / fastest PyTorch (%s): %.2fx"
+              % ("spin, " if ours[1].endswith("spin") else "", ours[2], best[1], ours[0] / best[0]))
     for line in skipped.values():
         print("\n" + line)
     if above:
@@ -547,4 +600,8 @@ def main(names):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1:2] == ["--pytorch-rows"] and len(sys.argv) == 3 and sys.argv[2] in MODELS:
+        hold_pytorch(binary_march())  # as the parent held it, before torch loads
+        pytorch_rows_child(sys.argv[2])
+    else:
+        main(sys.argv[1:])
