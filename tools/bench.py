@@ -545,9 +545,11 @@ def main(names):
     print("maskprior CPU benchmark: init mask, AdamW, fp32")
     print(held)
     policy, spin = os.environ.get("OMP_WAIT_POLICY"), os.environ.get("GOMP_SPINCOUNT")
-    print("OpenMP's waiting threads, both sides: %s%s; the rows marked spin: OMP_WAIT_POLICY unset, %s"
+    print("OpenMP's waiting threads, both sides: %s%s%s"
           % ("OMP_WAIT_POLICY=%s" % policy if policy else "OMP_WAIT_POLICY unset (libgomp's default: a spin, then sleep)",
-             ", GOMP_SPINCOUNT=%s" % spin if spin else "", ", ".join("%s=%s" % kv for kv in SPIN.items())))
+             ", GOMP_SPINCOUNT=%s" % spin if spin else "",
+             "; the rows marked spin: OMP_WAIT_POLICY unset, " + ", ".join("%s=%s" % kv for kv in SPIN.items())
+             if THREADS > 1 else ""))
     for kind, what in (("fma", "FMA peak"), ("mul_add", "mul+add ceiling (maskprior's)")):
         print("%s (tools/fma_peak, %d-bit vectors): %s" % (what, bits, ", ".join(
             "%.1f GFLOP/s at %d thread%s" % (peaks[t][kind], t, "s" if t > 1 else "") for t in thread_counts)))
