@@ -273,13 +273,14 @@ void gemm_accumulate(F* C, size_t ldc, StridedMatrix<F> A, StridedMatrix<F> B, i
         for (int p = 0; p < num_panels; p++) gemm_pack_panel<NR>(panels, B, K, N, p);
         const int threads = team_size(), me = team_thread();
         const int first = row_tiles * me / threads, end = row_tiles * (me + 1) / threads;
+        const bool packs_a = A.col_stride != 1;  // item 5: A runs across rows (dout^T)
         // this thread's packed blocks of A, where A is packed; not cleared (pack_a_blocks writes them)
-        std::unique_ptr<F[]> a_room(A.col_stride != 1 ? new F[(size_t)GEMM_A_GROUP * GEMM_KC * MR] : nullptr);
+        std::unique_ptr<F[]> a_room(packs_a ? new F[(size_t)GEMM_A_GROUP * GEMM_KC * MR] : nullptr);
         for (int k0 = 0; k0 < K; k0 += GEMM_KC) {
             const int kc = std::min(GEMM_KC, K - k0);
             for (int t = first; t < end; t++) {
                 const int j = (t - first) % GEMM_A_GROUP;  // t's place in its group of tiles
-                if (A.col_stride != 1 && j == 0)
+                if (packs_a && j == 0)
                     pack_a_blocks<MR>(A, M, t, std::min(GEMM_A_GROUP, end - t), k0, kc, a_room.get());
                 const StridedMatrix<F> a_tile = tile_a_block<MR>(A, t, k0, kc, a_room.get(), j);
                 for (int p = 0; p < num_panels; p++) {

@@ -113,10 +113,10 @@ inline void buffer_free(Device dev, float* p) {
     else free(p);
 }
 
-// Zeroes count floats. On the CPU each thread clears its share: the model's gradients, cleared
-// every step, are some 70 and 120 MB in make bench's ViT and wide models (those of the
-// activations, mostly), and one core's stores alone left the other core waiting for them. On the GPU a memset on the stream (--profile records it as a call: its
-// bytes written, one a thread), which a graph can capture.
+// Zeroes count floats. On the CPU each thread clears its share: the model's gradients, cleared every
+// step, are some 70 and 120 MB in make bench's ViT and wide models (mostly the activations'), and
+// one core's stores alone left the other waiting. On the GPU a memset on the stream (--profile
+// records it as a call: its bytes written, one a thread), which a graph can capture.
 inline void buffer_zero(Device dev, float* p, size_t count) {
     if (dev == DEVICE_CPU) {
         #pragma omp parallel if (worth_threads(count))
